@@ -1,0 +1,51 @@
+//! Rust core of `pydantic-ai-toolproxy`.
+//!
+//! The crate is plain Rust: `cargo test` builds and tests it without Python. The optional
+//! `python` feature adds the thin `pydantic_ai_toolproxy._core` extension module
+//! (`src/python/`), which only converts values and maps errors; every rule lives here.
+//!
+//! * [`names`]: group-name, description, tool-name and configuration validation, canonical names.
+//! * [`tokenize`]: the one tokenizer used for indexed records and for queries.
+//! * [`index`]: the incremental inverted index with BM25F-style ranking.
+//! * [`page`]: byte-exact planning of budgeted search-result pages.
+
+use std::fmt;
+
+pub mod index;
+pub mod names;
+pub mod page;
+pub mod tokenize;
+
+#[cfg(feature = "python")]
+mod python;
+
+/// A rejected input. The binding raises it as Python `ValueError` with [`Error::message`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    message: String,
+}
+
+impl Error {
+    /// Creates an error carrying a complete, user-facing message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+        }
+    }
+
+    /// The user-facing message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result alias used across the core.
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,296 @@
+//! The tokenizer shared by indexed records and queries.
+//!
+//! Text is cut into *chunks*: maximal runs of word characters, `_` and `-`. Each chunk is cut
+//! into *pieces* at `_`/`-`, and each piece into tokens:
+//!
+//! * Latin-like text (any script without CJK handling) splits at camelCase and acronym
+//!   boundaries (`getHTTPResponse` -> `get`, `http`, `response`); letters and digits stay
+//!   together (`v1`, `sha256`), except that an upper-case letter after a digit starts a new
+//!   token (`HTTP2Client` -> `http2`, `client`).
+//! * Han, Hiragana, Katakana and Hangul runs emit overlapping character bigrams (a lone
+//!   character emits itself), so a query word found inside an unsegmented sentence matches.
+//!
+//! Tokens are lower-cased with Unicode rules (diacritics are kept; final sigma folds to sigma).
+//! A Latin-like run split at case boundaries also yields itself whole (`GitHub` -> `git`,
+//! `hub`, `github`), and a chunk of two or more pieces without CJK yields a *compound* token:
+//! its lower-cased pieces joined with `_` (`github-get-me` -> ..., `github_get_me`), so a full
+//! identifier matches strongly.
+//!
+//! Matching is whole-token only: `me` never matches inside `comment`.
+
+/// Tokens longer than this many bytes are dropped (they are never useful search terms, and
+/// dropping them bounds the dictionary). Queries and records are treated alike.
+pub const MAX_TOKEN_BYTES: usize = 128;
+
+/// Returns the tokens of `text`, in order, duplicates included.
+pub fn tokenize(text: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    for_each_token(text, |token| tokens.push(token.to_owned()));
+    tokens
+}
+
+/// Calls `emit` with each token of `text`, in order, duplicates included.
+pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
+    let mut scratch = Scratch::default();
+    let mut rest = text;
+    while let Some(start) = rest.find(is_chunk_char) {
+        let tail = &rest[start..];
+        let end = tail.find(|c: char| !is_chunk_char(c)).unwrap_or(tail.len());
+        scratch.chunk(&tail[..end], &mut emit);
+        rest = &tail[end..];
+    }
+}
+
+/// Reused buffers for one tokenizer run.
+#[derive(Default)]
+struct Scratch {
+    token: String,
+    compound: String,
+    pieces: usize,
+    chunk_has_cjk: bool,
+}
+
+impl Scratch {
+    fn chunk(&mut self, chunk: &str, emit: &mut impl FnMut(&str)) {
+        self.compound.clear();
+        self.pieces = 0;
+        self.chunk_has_cjk = false;
+        for piece in chunk.split(is_separator).filter(|p| !p.is_empty()) {
+            self.piece(piece, emit);
+        }
+        if self.pieces >= 2 && !self.chunk_has_cjk && self.compound.len() <= MAX_TOKEN_BYTES {
+            emit(&self.compound);
+        }
+    }
+
+    /// Splits a piece (word characters only) into CJK and non-CJK runs.
+    fn piece(&mut self, piece: &str, emit: &mut impl FnMut(&str)) {
+        self.pieces += 1;
+        if !self.compound.is_empty() {
+            self.compound.push('_');
+        }
+        if self.compound.len() <= MAX_TOKEN_BYTES {
+            push_lowercase(&mut self.compound, piece);
+        }
+        let mut rest = piece;
+        while let Some(first) = rest.chars().next() {
+            let cjk = is_cjk(first);
+            let end = rest.find(|c: char| is_cjk(c) != cjk).unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(end);
+            if cjk {
+                self.chunk_has_cjk = true;
+                cjk_run(run, emit);
+            } else {
+                self.word_run(run, emit);
+            }
+            rest = tail;
+        }
+    }
+
+    /// Splits a run of non-CJK word characters at case boundaries; a run that splits also
+    /// emits itself whole (`GitHub` -> `git`, `hub`, `github`).
+    fn word_run(&mut self, run: &str, emit: &mut impl FnMut(&str)) {
+        let chars: Vec<(usize, char)> = run.char_indices().collect();
+        let mut start = 0;
+        let mut segments = 0;
+        for i in 1..chars.len() {
+            let prev = chars[i - 1].1;
+            let cur = chars[i].1;
+            let next = chars.get(i + 1).map(|&(_, c)| c);
+            let boundary = (cur.is_uppercase() && (prev.is_lowercase() || prev.is_numeric()))
+                || (prev.is_uppercase() && cur.is_uppercase() && next.is_some_and(char::is_lowercase));
+            if boundary {
+                self.word(&run[chars[start].0..chars[i].0], emit);
+                segments += 1;
+                start = i;
+            }
+        }
+        if let Some(&(offset, _)) = chars.get(start) {
+            self.word(&run[offset..], emit);
+            segments += 1;
+        }
+        if segments >= 2 {
+            self.word(run, emit);
+        }
+    }
+
+    fn word(&mut self, word: &str, emit: &mut impl FnMut(&str)) {
+        self.token.clear();
+        push_lowercase(&mut self.token, word);
+        if self.token.len() <= MAX_TOKEN_BYTES {
+            emit(&self.token);
+        }
+    }
+}
+
+/// Emits the overlapping character bigrams of a CJK run (a lone character emits itself).
+fn cjk_run(run: &str, emit: &mut impl FnMut(&str)) {
+    let mut bounds = run.char_indices().map(|(i, _)| i).chain(std::iter::once(run.len()));
+    let (Some(mut a), Some(mut b)) = (bounds.next(), bounds.next()) else {
+        return;
+    };
+    let mut emitted = false;
+    for c in bounds {
+        emit(&run[a..c]);
+        emitted = true;
+        (a, b) = (b, c);
+    }
+    if !emitted {
+        emit(&run[a..b]);
+    }
+}
+
+/// Appends the Unicode lower case of `text`, folding final sigma to sigma.
+fn push_lowercase(out: &mut String, text: &str) {
+    for c in text.chars().flat_map(char::to_lowercase) {
+        out.push(if c == 'ς' { 'σ' } else { c });
+    }
+}
+
+/// Characters that belong to a chunk: word characters and the identifier separators.
+fn is_chunk_char(c: char) -> bool {
+    is_word_char(c) || is_separator(c)
+}
+
+fn is_separator(c: char) -> bool {
+    c == '_' || c == '-'
+}
+
+/// Letters, digits, and the combining marks that continue a word (so decomposed diacritics
+/// and Indic vowel signs / viramas do not split words).
+pub fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || is_combining_mark(c)
+}
+
+fn is_combining_mark(c: char) -> bool {
+    matches!(
+        c,
+        '\u{300}'..='\u{36f}'
+            | '\u{483}'..='\u{489}'
+            | '\u{591}'..='\u{5bd}'
+            | '\u{610}'..='\u{61a}'
+            | '\u{64b}'..='\u{65f}'
+            | '\u{900}'..='\u{963}'
+            | '\u{966}'..='\u{96f}'
+            | '\u{971}'..='\u{dff}'
+            | '\u{e31}'..='\u{e3a}'
+            | '\u{e47}'..='\u{e4e}'
+            | '\u{1ab0}'..='\u{1aff}'
+            | '\u{1dc0}'..='\u{1dff}'
+            | '\u{200c}'..='\u{200d}'
+            | '\u{20d0}'..='\u{20ff}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{fe20}'..='\u{fe2f}'
+    )
+}
+
+/// Han, Hiragana, Katakana and Hangul characters (the scripts written without spaces, or,
+/// for Hangul, commonly searched by syllable pairs).
+pub fn is_cjk(c: char) -> bool {
+    matches!(
+        c,
+        '\u{1100}'..='\u{11ff}'
+            | '\u{3005}'..='\u{3007}'
+            | '\u{3021}'..='\u{3029}'
+            | '\u{3041}'..='\u{309f}'
+            | '\u{30a0}'..='\u{30ff}'
+            | '\u{3130}'..='\u{318f}'
+            | '\u{31f0}'..='\u{31ff}'
+            | '\u{3400}'..='\u{4dbf}'
+            | '\u{4e00}'..='\u{9fff}'
+            | '\u{a960}'..='\u{a97f}'
+            | '\u{ac00}'..='\u{d7ff}'
+            | '\u{f900}'..='\u{faff}'
+            | '\u{ff66}'..='\u{ff9f}'
+            | '\u{20000}'..='\u{3134f}'
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(text: &str) -> Vec<String> {
+        tokenize(text)
+    }
+
+    #[test]
+    fn splits_on_punctuation_and_space() {
+        assert_eq!(toks("Get the profile, please!"), ["get", "the", "profile", "please"]);
+        assert_eq!(toks("  \t "), Vec::<String>::new());
+        assert_eq!(toks(""), Vec::<String>::new());
+        assert_eq!(toks("a.b/c"), ["a", "b", "c"]);
+    }
+
+    #[test]
+    fn camel_case_and_acronyms() {
+        assert_eq!(
+            toks("getHTTPResponse"),
+            ["get", "http", "response", "gethttpresponse"]
+        );
+        assert_eq!(toks("XMLParser"), ["xml", "parser", "xmlparser"]);
+        assert_eq!(toks("parseXML"), ["parse", "xml", "parsexml"]);
+        assert_eq!(toks("HTTP"), ["http"]);
+        assert_eq!(toks("v1 sha256"), ["v1", "sha256"]);
+        assert_eq!(toks("HTTP2Client"), ["http2", "client", "http2client"]);
+        assert_eq!(toks("iPhone"), ["i", "phone", "iphone"]);
+    }
+
+    #[test]
+    fn identifiers_keep_a_compound_token() {
+        assert_eq!(
+            toks("github_get_me"),
+            ["github", "get", "me", "github_get_me"]
+        );
+        assert_eq!(toks("github-get-me"), toks("github_get_me"));
+        assert_eq!(toks("githubGetMe"), ["github", "get", "me", "githubgetme"]);
+        assert_eq!(
+            toks("get_HTTPResponse"),
+            ["get", "http", "response", "httpresponse", "get_httpresponse"]
+        );
+        assert_eq!(toks("__init__"), ["init"]);
+        assert_eq!(toks("a--b"), ["a", "b", "a_b"]);
+    }
+
+    #[test]
+    fn unicode_lowercase() {
+        assert_eq!(toks("ПОЛУЧИТЬ Данные"), ["получить", "данные"]);
+        assert_eq!(toks("ПолучитьДанные"), ["получить", "данные", "получитьданные"]);
+        assert_eq!(toks("Straße GROẞ"), ["straße", "groß"]);
+        assert_eq!(toks("Tiếng Việt ĐẸP"), ["tiếng", "việt", "đẹp"]);
+        // Decomposed diacritics stay inside the word.
+        assert_eq!(toks("Vie\u{302}\u{323}t"), ["vie\u{302}\u{323}t"]);
+        assert_eq!(toks("ΟΔΟΣ οδος"), ["οδοσ", "οδοσ"]);
+        assert_eq!(toks("हिन्दी भाषा"), ["हिन्दी", "भाषा"]);
+    }
+
+    #[test]
+    fn cjk_bigrams() {
+        assert_eq!(toks("获取用户信息"), ["获取", "取用", "用户", "户信", "信息"]);
+        assert_eq!(toks("用"), ["用"]);
+        assert_eq!(toks("用户"), ["用户"]);
+        assert_eq!(toks("ユーザー情報"), ["ユー", "ーザ", "ザー", "ー情", "情報"]);
+        assert_eq!(toks("사용자 정보"), ["사용", "용자", "정보"]);
+        assert_eq!(toks("使用GitHub接口"), ["使用", "git", "hub", "github", "接口"]);
+        assert_eq!(toks("get_用户"), ["get", "用户"]);
+        // A query word occurring inside a sentence shares its bigram.
+        assert!(toks("查询客户名称").contains(&"客户".to_owned()));
+    }
+
+    #[test]
+    fn no_matching_inside_latin_words() {
+        let comment = toks("Add a comment to the issue");
+        assert!(!comment.contains(&"me".to_owned()));
+        assert!(comment.contains(&"comment".to_owned()));
+        assert!(toks("github_get_me").contains(&"me".to_owned()));
+    }
+
+    #[test]
+    fn long_tokens_are_dropped() {
+        let long = "a".repeat(MAX_TOKEN_BYTES + 1);
+        assert_eq!(toks(&format!("x {long} y")), ["x", "y"]);
+        assert_eq!(toks(&format!("x_{long}")), ["x"]);
+        let fits = "b".repeat(MAX_TOKEN_BYTES);
+        assert_eq!(toks(&fits), [fits.clone()]);
+    }
+}
