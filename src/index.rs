@@ -1,0 +1,1305 @@
+//! Incremental inverted index over tool records with BM25F-style ranking.
+//!
+//! Every record has four fields, each tokenized with [`crate::tokenize`]:
+//!
+//! | field | text | weight |
+//! | --- | --- | --- |
+//! | name | local tool name | 3.0 |
+//! | group | group name | 1.5 |
+//! | description | tool description | 1.0 |
+//! | parameters | parameter names, nested parameter descriptions and titles | 0.5 |
+//!
+//! Terms are interned to `u32` ids; each term has a posting list of `(doc, per-field tf)`.
+//! Removing a record only marks its document dead (queries skip it); the index compacts
+//! itself when dead documents exceed a quarter of all documents. Re-upserting an unchanged
+//! record is a no-op; a changed one is removed and added again, leaving other records alone.
+//!
+//! Ranking is fully deterministic: exact name matches first, then score descending, then
+//! `(group, tool, key)` in byte order. Scores are finite `f32`s compared with `total_cmp`.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use crate::tokenize::for_each_token;
+
+/// Deepest schema nesting the parameter walk descends into.
+pub const MAX_SCHEMA_DEPTH: usize = 32;
+/// Most schema nodes (mapping entries and sequence items) visited per tool.
+pub const MAX_SCHEMA_NODES: usize = 2000;
+/// Longest single string taken from a schema, in bytes (longer ones are cut).
+pub const MAX_SCHEMA_STRING_BYTES: usize = 1024;
+/// Most text indexed from a description, in bytes.
+pub const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
+/// Most parameter text indexed per tool, in bytes.
+pub const MAX_PARAMETER_TEXT_BYTES: usize = 16 * 1024;
+/// Most tokens indexed per field of one record.
+pub const MAX_FIELD_TOKENS: u32 = 4096;
+
+const FIELDS: usize = 4;
+const NAME: usize = 0;
+const GROUP: usize = 1;
+const DESCRIPTION: usize = 2;
+const PARAMETERS: usize = 3;
+/// Field weights: tool name, group name, description, parameters.
+const WEIGHTS: [f32; FIELDS] = [3.0, 1.5, 1.0, 0.5];
+/// BM25 length normalization per field.
+const LENGTH_NORMALIZATION: [f32; FIELDS] = [0.3, 0.0, 0.75, 0.75];
+/// BM25 term-frequency saturation.
+const K1: f32 = 1.2;
+
+/// One tool as the index sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    /// Identity of the record, normally the canonical name `group__tool`.
+    pub key: String,
+    pub group: String,
+    pub tool: String,
+    pub description: String,
+    /// Parameter names and nested descriptions/titles, see [`collect_parameter_text`].
+    pub parameter_text: Vec<String>,
+}
+
+/// Read access to one node of a parameters JSON schema of unknown shape.
+///
+/// Implemented for Python objects by the binding; the walk itself is [`collect_parameter_text`].
+/// Every method must return `None` rather than fail when the node is not of the asked kind or
+/// cannot be read.
+pub trait SchemaNode: Sized {
+    /// The entries of a mapping node, at most `limit` of them, in iteration order. Keys that
+    /// are not strings are `None`.
+    fn mapping_entries(&self, limit: usize) -> Option<Vec<(Option<String>, Self)>>;
+    /// The items of a sequence node, at most `limit` of them.
+    fn sequence_items(&self, limit: usize) -> Option<Vec<Self>>;
+    /// The text of a string node, cut to at most `max_bytes` bytes (see [`truncate_str`]).
+    fn string(&self, max_bytes: usize) -> Option<String>;
+}
+
+/// Cuts `text` to at most `max_bytes` bytes at a character boundary.
+pub fn truncate_str(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Collects the searchable parameter text of a parameters JSON schema: the keys of every
+/// `properties` mapping (parameter names) and the string values of `description` and `title`
+/// keys inside the schemas of those properties, at any depth.
+///
+/// The walk is iterative (explicit stack), stops descending at [`MAX_SCHEMA_DEPTH`] and after
+/// [`MAX_SCHEMA_NODES`] visited nodes, and skips anything unreadable, so recursive, very deep
+/// or huge objects are safe.
+pub fn collect_parameter_text<N: SchemaNode>(root: N) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut text_bytes = 0usize;
+    let mut budget = MAX_SCHEMA_NODES;
+    let mut push_text = |out: &mut Vec<String>, text: String| {
+        if text_bytes < MAX_PARAMETER_TEXT_BYTES && !text.is_empty() {
+            text_bytes += text.len();
+            out.push(text);
+        }
+    };
+    // (node, depth, inside a property schema)
+    let mut stack: Vec<(N, usize, bool)> = vec![(root, 0, false)];
+    while let Some((node, depth, in_property)) = stack.pop() {
+        if budget == 0 {
+            break;
+        }
+        if depth >= MAX_SCHEMA_DEPTH {
+            continue;
+        }
+        if let Some(entries) = node.mapping_entries(budget) {
+            budget = budget.saturating_sub(entries.len());
+            for (key, value) in entries {
+                let Some(key) = key else { continue };
+                match key.as_str() {
+                    "properties" => {
+                        let Some(properties) = value.mapping_entries(budget) else {
+                            stack.push((value, depth + 1, in_property));
+                            continue;
+                        };
+                        budget = budget.saturating_sub(properties.len());
+                        for (name, schema) in properties {
+                            if let Some(name) = name {
+                                push_text(&mut out, name);
+                            }
+                            stack.push((schema, depth + 2, true));
+                        }
+                    }
+                    "description" | "title" if in_property => {
+                        if let Some(text) = value.string(MAX_SCHEMA_STRING_BYTES) {
+                            push_text(&mut out, text);
+                        }
+                    }
+                    _ => stack.push((value, depth + 1, in_property)),
+                }
+            }
+        } else if let Some(items) = node.sequence_items(budget) {
+            budget = budget.saturating_sub(items.len());
+            stack.extend(items.into_iter().map(|item| (item, depth + 1, in_property)));
+        }
+    }
+    out
+}
+
+/// FxHash-style hasher for the term dictionary and id maps (internal, never exposed).
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in chunks.by_ref() {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        }
+        for &byte in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
+        }
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.write(&[value]);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// FNV-1a over the record content, to skip re-indexing unchanged records.
+fn fingerprint(record: &Record) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for &byte in (bytes.len() as u64).to_le_bytes().iter().chain(bytes) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    feed(record.group.as_bytes());
+    feed(record.tool.as_bytes());
+    feed(record.description.as_bytes());
+    for text in &record.parameter_text {
+        feed(text.as_bytes());
+    }
+    hash
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    tf: [u8; FIELDS],
+}
+
+#[derive(Debug)]
+struct Doc {
+    key: Arc<str>,
+    tool: Arc<str>,
+    group: u32,
+    fingerprint: u64,
+}
+
+#[derive(Debug, Default)]
+struct Group {
+    name: Arc<str>,
+    /// Live members in browse order: (tool, key) -> doc.
+    members: BTreeMap<(Arc<str>, Arc<str>), u32>,
+}
+
+/// A ranked candidate during a query.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    doc: u32,
+    exact: bool,
+    score: f32,
+    /// The document's `(group, tool, key)` position.
+    rank: u32,
+}
+
+/// The search index. Cheap to query concurrently (`&self`), mutated with `&mut self`.
+#[derive(Debug, Default)]
+pub struct SearchIndex {
+    docs: Vec<Doc>,
+    alive: Vec<bool>,
+    doc_group: Vec<u32>,
+    doc_lens: Vec<[u16; FIELDS]>,
+    /// Position of each live document in `(group, tool, key)` order: the cheap tie-break.
+    doc_rank: Vec<u32>,
+    live: usize,
+    dead: usize,
+    live_field_tokens: [u64; FIELDS],
+    terms: FxMap<Box<str>, u32>,
+    postings: Vec<Vec<Posting>>,
+    by_key: FxMap<Arc<str>, u32>,
+    by_tool_folded: FxMap<Box<str>, Vec<u32>>,
+    by_key_folded: FxMap<Box<str>, Vec<u32>>,
+    groups: Vec<Group>,
+    group_ids: BTreeMap<Arc<str>, u32>,
+}
+
+impl SearchIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of live records.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// `true` without live records.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Live keys, in no particular order.
+    pub fn keys(&self) -> Vec<Arc<str>> {
+        self.by_key.keys().cloned().collect()
+    }
+
+    /// Adds or replaces records by key. Unchanged records are left as they are.
+    pub fn upsert(&mut self, records: impl IntoIterator<Item = Record>) {
+        let mut changed = false;
+        for record in records {
+            if let Some(&doc) = self.by_key.get(record.key.as_str()) {
+                if self.docs[doc as usize].fingerprint == fingerprint(&record)
+                    && *self.groups[self.doc_group[doc as usize] as usize].name == *record.group
+                    && *self.docs[doc as usize].tool == *record.tool
+                {
+                    continue;
+                }
+                self.remove_doc(doc);
+            }
+            self.add_doc(record);
+            changed = true;
+        }
+        if changed {
+            self.maybe_compact();
+            self.refresh_ranks();
+        }
+    }
+
+    /// Removes records by key; unknown keys are ignored.
+    pub fn remove<S: AsRef<str>>(&mut self, keys: impl IntoIterator<Item = S>) {
+        let mut changed = false;
+        for key in keys {
+            if let Some(&doc) = self.by_key.get(key.as_ref()) {
+                self.remove_doc(doc);
+                changed = true;
+            }
+        }
+        if changed {
+            self.maybe_compact();
+            self.refresh_ranks();
+        }
+    }
+
+    /// Renumbers `doc_rank` in `(group, tool, key)` order.
+    fn refresh_ranks(&mut self) {
+        self.doc_rank.clear();
+        self.doc_rank.resize(self.docs.len(), u32::MAX);
+        let mut rank = 0u32;
+        for &group in self.group_ids.values() {
+            for &doc in self.groups[group as usize].members.values() {
+                self.doc_rank[doc as usize] = rank;
+                rank += 1;
+            }
+        }
+    }
+
+    fn group_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.group_ids.get(name) {
+            return id;
+        }
+        let id = self.groups.len() as u32;
+        let name: Arc<str> = Arc::from(name);
+        self.groups.push(Group {
+            name: name.clone(),
+            members: BTreeMap::new(),
+        });
+        self.group_ids.insert(name, id);
+        id
+    }
+
+    fn add_doc(&mut self, record: Record) {
+        let doc = self.docs.len() as u32;
+        let group = self.group_id(&record.group);
+        let key: Arc<str> = Arc::from(record.key.as_str());
+        let tool: Arc<str> = Arc::from(record.tool.as_str());
+
+        let mut tfs: FxMap<u32, [u8; FIELDS]> = FxMap::default();
+        let mut lens = [0u32; FIELDS];
+        {
+            let terms = &mut self.terms;
+            let postings = &mut self.postings;
+            let mut add_text = |field: usize, text: &str| {
+                for_each_token(text, |token| {
+                    if lens[field] >= MAX_FIELD_TOKENS {
+                        return;
+                    }
+                    lens[field] += 1;
+                    let term = match terms.get(token) {
+                        Some(&term) => term,
+                        None => {
+                            let term = postings.len() as u32;
+                            postings.push(Vec::new());
+                            terms.insert(Box::from(token), term);
+                            term
+                        }
+                    };
+                    let tf = &mut tfs.entry(term).or_default()[field];
+                    *tf = tf.saturating_add(1);
+                });
+            };
+            add_text(NAME, &record.tool);
+            add_text(GROUP, &record.group);
+            add_text(
+                DESCRIPTION,
+                truncate_str(&record.description, MAX_DESCRIPTION_BYTES),
+            );
+            let mut budget = MAX_PARAMETER_TEXT_BYTES;
+            for text in &record.parameter_text {
+                let text = truncate_str(text, budget);
+                budget -= text.len();
+                add_text(PARAMETERS, text);
+                if budget == 0 {
+                    break;
+                }
+            }
+        }
+        for (term, tf) in tfs {
+            self.postings[term as usize].push(Posting { doc, tf });
+        }
+
+        let doc_lens = lens.map(|len| len.min(u32::from(u16::MAX)) as u16);
+        for (total, len) in self.live_field_tokens.iter_mut().zip(doc_lens) {
+            *total += u64::from(len);
+        }
+        self.docs.push(Doc {
+            key: key.clone(),
+            tool: tool.clone(),
+            group,
+            fingerprint: fingerprint(&record),
+        });
+        self.alive.push(true);
+        self.doc_group.push(group);
+        self.doc_lens.push(doc_lens);
+        self.live += 1;
+        self.by_key.insert(key.clone(), doc);
+        self.by_tool_folded
+            .entry(Box::from(record.tool.to_lowercase()))
+            .or_default()
+            .push(doc);
+        self.by_key_folded
+            .entry(Box::from(record.key.to_lowercase()))
+            .or_default()
+            .push(doc);
+        self.groups[group as usize].members.insert((tool, key), doc);
+    }
+
+    fn remove_doc(&mut self, doc: u32) {
+        let index = doc as usize;
+        if !self.alive.get(index).copied().unwrap_or(false) {
+            return;
+        }
+        self.alive[index] = false;
+        self.live -= 1;
+        self.dead += 1;
+        for (total, len) in self.live_field_tokens.iter_mut().zip(self.doc_lens[index]) {
+            *total = total.saturating_sub(u64::from(len));
+        }
+        let entry = &self.docs[index];
+        self.by_key.remove(&entry.key);
+        for (map, name) in [
+            (&mut self.by_tool_folded, entry.tool.to_lowercase()),
+            (&mut self.by_key_folded, entry.key.to_lowercase()),
+        ] {
+            if let Some(docs) = map.get_mut(name.as_str()) {
+                docs.retain(|&d| d != doc);
+                if docs.is_empty() {
+                    map.remove(name.as_str());
+                }
+            }
+        }
+        self.groups[entry.group as usize]
+            .members
+            .remove(&(entry.tool.clone(), entry.key.clone()));
+    }
+
+    fn maybe_compact(&mut self) {
+        if self.dead > 0 && self.dead * 4 > self.docs.len() {
+            self.compact();
+        }
+    }
+
+    /// Drops dead documents and unused terms, renumbering documents in order.
+    pub fn compact(&mut self) {
+        if self.dead == 0 {
+            return;
+        }
+        let mut remap = vec![u32::MAX; self.docs.len()];
+        let mut next = 0u32;
+        for (slot, &alive) in remap.iter_mut().zip(&self.alive) {
+            if alive {
+                *slot = next;
+                next += 1;
+            }
+        }
+        let docs = std::mem::take(&mut self.docs);
+        let doc_lens = std::mem::take(&mut self.doc_lens);
+        let alive = std::mem::take(&mut self.alive);
+        for ((entry, lens), is_alive) in docs.into_iter().zip(doc_lens).zip(alive) {
+            if is_alive {
+                self.docs.push(entry);
+                self.doc_lens.push(lens);
+                self.alive.push(true);
+            }
+        }
+        self.doc_group = self.docs.iter().map(|entry| entry.group).collect();
+        self.dead = 0;
+
+        let mut postings = std::mem::take(&mut self.postings);
+        for list in &mut postings {
+            list.retain_mut(|posting| {
+                let new = remap[posting.doc as usize];
+                posting.doc = new;
+                new != u32::MAX
+            });
+        }
+        let mut kept: Vec<Vec<Posting>> = Vec::with_capacity(postings.len());
+        self.terms.retain(|_, term| {
+            let list = std::mem::take(&mut postings[*term as usize]);
+            if list.is_empty() {
+                false
+            } else {
+                *term = kept.len() as u32;
+                kept.push(list);
+                true
+            }
+        });
+        self.postings = kept;
+
+        for doc in self.by_key.values_mut() {
+            *doc = remap[*doc as usize];
+        }
+        for docs in self
+            .by_tool_folded
+            .values_mut()
+            .chain(self.by_key_folded.values_mut())
+        {
+            for doc in docs.iter_mut() {
+                *doc = remap[*doc as usize];
+            }
+        }
+        for group in &mut self.groups {
+            for doc in group.members.values_mut() {
+                *doc = remap[*doc as usize];
+            }
+        }
+    }
+
+    /// Runs a query and returns `(total, keys of ranked results[offset..offset + limit])`.
+    ///
+    /// `groups`: `None` selects every group, otherwise only the listed ones. A query without
+    /// tokens browses the selected groups in `(group, tool)` order. Otherwise only records
+    /// matching at least one query token count; an exact name match (the trimmed, lower-cased
+    /// query equals a record's lower-cased tool name or key) ranks above everything else.
+    pub fn search(
+        &self,
+        query: &str,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<Arc<str>>) {
+        let allowed: Option<Vec<bool>> = groups.map(|names| {
+            let mut allowed = vec![false; self.groups.len()];
+            for name in names {
+                if let Some(&id) = self.group_ids.get(*name) {
+                    allowed[id as usize] = true;
+                }
+            }
+            allowed
+        });
+        let mut terms: Vec<u32> = Vec::new();
+        let mut has_tokens = false;
+        for_each_token(query, |token| {
+            has_tokens = true;
+            if let Some(&term) = self.terms.get(token) {
+                if !terms.contains(&term) {
+                    terms.push(term);
+                }
+            }
+        });
+        if has_tokens {
+            self.ranked(query, &terms, allowed.as_deref(), offset, limit)
+        } else {
+            self.browse(allowed.as_deref(), offset, limit)
+        }
+    }
+
+    fn browse(
+        &self,
+        allowed: Option<&[bool]>,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<Arc<str>>) {
+        let selected: Vec<&Group> = self
+            .group_ids
+            .values()
+            .filter(|&&id| allowed.is_none_or(|allowed| allowed[id as usize]))
+            .map(|&id| &self.groups[id as usize])
+            .collect();
+        let total = selected.iter().map(|group| group.members.len()).sum();
+        let mut skip = offset;
+        let mut keys = Vec::new();
+        for group in selected {
+            if keys.len() >= limit {
+                break;
+            }
+            if skip >= group.members.len() {
+                skip -= group.members.len();
+                continue;
+            }
+            let wanted = limit - keys.len();
+            keys.extend(
+                group
+                    .members
+                    .keys()
+                    .skip(skip)
+                    .take(wanted)
+                    .map(|(_, key)| key.clone()),
+            );
+            skip = 0;
+        }
+        (total, keys)
+    }
+
+    fn ranked(
+        &self,
+        query: &str,
+        terms: &[u32],
+        allowed: Option<&[bool]>,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<Arc<str>>) {
+        let selectable = |doc: u32| {
+            let index = doc as usize;
+            self.alive[index]
+                && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
+        };
+        let folded = query.trim().to_lowercase();
+        let mut exact: Vec<u32> = [&self.by_tool_folded, &self.by_key_folded]
+            .iter()
+            .filter_map(|map| map.get(folded.as_str()))
+            .flatten()
+            .copied()
+            .filter(|&doc| selectable(doc))
+            .collect();
+        exact.sort_unstable();
+        exact.dedup();
+
+        let live = self.live as f32;
+        let (base, slope) = self.length_factors();
+        let mut scores: Vec<f32> = vec![0.0; self.docs.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        for &term in terms {
+            let postings = &self.postings[term as usize];
+            let df = postings
+                .iter()
+                .filter(|posting| self.alive[posting.doc as usize])
+                .count() as f32;
+            if df == 0.0 {
+                continue;
+            }
+            let idf = (1.0 + (live - df + 0.5) / (df + 0.5)).ln();
+            for posting in postings {
+                if !selectable(posting.doc) {
+                    continue;
+                }
+                let lens = &self.doc_lens[posting.doc as usize];
+                let mut tf = 0.0f32;
+                for field in 0..FIELDS {
+                    if posting.tf[field] != 0 {
+                        let norm = base[field] + slope[field] * f32::from(lens[field]);
+                        tf += WEIGHTS[field] * f32::from(posting.tf[field]) / norm.max(1e-3);
+                    }
+                }
+                let gain = idf * tf * (K1 + 1.0) / (tf + K1);
+                let score = &mut scores[posting.doc as usize];
+                if *score == 0.0 {
+                    touched.push(posting.doc);
+                }
+                *score += gain;
+            }
+        }
+
+        let mut candidates: Vec<Candidate> = touched
+            .iter()
+            .map(|&doc| Candidate {
+                doc,
+                exact: exact.binary_search(&doc).is_ok(),
+                score: scores[doc as usize],
+                rank: self.doc_rank[doc as usize],
+            })
+            .collect();
+        for &doc in &exact {
+            if scores[doc as usize] == 0.0 {
+                candidates.push(Candidate {
+                    doc,
+                    exact: true,
+                    score: 0.0,
+                    rank: self.doc_rank[doc as usize],
+                });
+            }
+        }
+        let total = candidates.len();
+        let end = offset.saturating_add(limit).min(total);
+        if offset >= end {
+            return (total, Vec::new());
+        }
+        let order = Self::compare;
+        if end < candidates.len() {
+            candidates.select_nth_unstable_by(end - 1, order);
+            candidates.truncate(end);
+        }
+        candidates.sort_unstable_by(order);
+        let keys = candidates[offset..]
+            .iter()
+            .map(|candidate| self.docs[candidate.doc as usize].key.clone())
+            .collect();
+        (total, keys)
+    }
+
+    /// Per-field `1 - b` and `b / average length` of the BM25 length normalization.
+    fn length_factors(&self) -> ([f32; FIELDS], [f32; FIELDS]) {
+        let mut base = [1.0f32; FIELDS];
+        let mut slope = [0.0f32; FIELDS];
+        for field in 0..FIELDS {
+            let b = LENGTH_NORMALIZATION[field];
+            let average = if self.live == 0 {
+                0.0
+            } else {
+                self.live_field_tokens[field] as f32 / self.live as f32
+            };
+            if average > 0.0 {
+                base[field] = 1.0 - b;
+                slope[field] = b / average;
+            }
+        }
+        (base, slope)
+    }
+
+    fn compare(a: &Candidate, b: &Candidate) -> Ordering {
+        b.exact
+            .cmp(&a.exact)
+            .then_with(|| b.score.total_cmp(&a.score))
+            .then_with(|| a.rank.cmp(&b.rank))
+    }
+
+    /// Number of document slots, dead ones included (for tests of compaction).
+    #[cfg(test)]
+    fn slots(&self) -> usize {
+        self.docs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::rc::Rc;
+
+    fn record(group: &str, tool: &str, description: &str) -> Record {
+        Record {
+            key: format!("{group}__{tool}"),
+            group: group.to_owned(),
+            tool: tool.to_owned(),
+            description: description.to_owned(),
+            parameter_text: Vec::new(),
+        }
+    }
+
+    fn search(
+        index: &SearchIndex,
+        query: &str,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<String>) {
+        let (total, keys) = index.search(query, groups, offset, limit);
+        (total, keys.iter().map(|key| key.to_string()).collect())
+    }
+
+    fn github_index() -> SearchIndex {
+        let tools = [
+            ("github_get_me", "Get the profile of the authenticated user"),
+            (
+                "github_get_issue",
+                "Get details of a specific issue in a GitHub repository",
+            ),
+            ("github_list_issues", "List issues in a GitHub repository"),
+            (
+                "github_create_issue",
+                "Create a new issue in a GitHub repository",
+            ),
+            ("github_add_issue_comment", "Add a comment to an issue"),
+            ("github_get_pull_request", "Get details of a pull request"),
+            (
+                "github_list_pull_requests",
+                "List pull requests in a repository",
+            ),
+            ("github_merge_pull_request", "Merge a pull request"),
+            (
+                "github_get_file_contents",
+                "Get the contents of a file or directory",
+            ),
+            (
+                "github_create_or_update_file",
+                "Create or update a single file in a repository",
+            ),
+            (
+                "github_search_repositories",
+                "Search for GitHub repositories",
+            ),
+            (
+                "github_search_code",
+                "Search for code across GitHub repositories",
+            ),
+            ("github_search_users", "Search for GitHub users"),
+            ("github_list_commits", "Get list of commits of a branch"),
+            (
+                "github_create_branch",
+                "Create a new branch in a repository",
+            ),
+        ];
+        let mut index = SearchIndex::new();
+        index.upsert(
+            tools
+                .iter()
+                .map(|(tool, description)| record("dev", tool, description)),
+        );
+        index.upsert([
+            record(
+                "crm",
+                "customer_name",
+                "Look up the display name for a customer ID.",
+            ),
+            record(
+                "crm",
+                "update_customer",
+                "Update a customer's account details.",
+            ),
+        ]);
+        index
+    }
+
+    /// A tree standing in for Python objects in walk tests (shared like Python references).
+    #[derive(Debug, Clone)]
+    enum Value {
+        Map(Rc<Vec<(Option<String>, Value)>>),
+        List(Rc<Vec<Value>>),
+        Str(String),
+        Int,
+        /// A mapping `{"properties": <itself>, "items": <itself>}`.
+        Loop,
+    }
+
+    impl SchemaNode for Value {
+        fn mapping_entries(&self, limit: usize) -> Option<Vec<(Option<String>, Self)>> {
+            match self {
+                Value::Map(entries) => Some(entries.iter().take(limit).cloned().collect()),
+                Value::Loop => Some(
+                    [("properties", Value::Loop), ("items", Value::Loop)]
+                        .into_iter()
+                        .take(limit)
+                        .map(|(key, value)| (Some(key.to_owned()), value))
+                        .collect(),
+                ),
+                _ => None,
+            }
+        }
+        fn sequence_items(&self, limit: usize) -> Option<Vec<Self>> {
+            match self {
+                Value::List(items) => Some(items.iter().take(limit).cloned().collect()),
+                _ => None,
+            }
+        }
+        fn string(&self, max_bytes: usize) -> Option<String> {
+            match self {
+                Value::Str(text) => Some(truncate_str(text, max_bytes).to_owned()),
+                _ => None,
+            }
+        }
+    }
+
+    fn map(entries: &[(&str, Value)]) -> Value {
+        Value::Map(Rc::new(
+            entries
+                .iter()
+                .map(|(key, value)| (Some((*key).to_owned()), value.clone()))
+                .collect(),
+        ))
+    }
+
+    fn list(items: Vec<Value>) -> Value {
+        Value::List(Rc::new(items))
+    }
+
+    fn text(value: &str) -> Value {
+        Value::Str(value.to_owned())
+    }
+
+    #[test]
+    fn walk_collects_parameter_names_and_descriptions() {
+        let schema = map(&[
+            ("type", text("object")),
+            ("description", text("top-level text is not parameter text")),
+            (
+                "properties",
+                map(&[
+                    (
+                        "customer_id",
+                        map(&[
+                            ("type", text("integer")),
+                            ("description", text("Numeric customer ID")),
+                        ]),
+                    ),
+                    ("description", map(&[("title", text("Free Text"))])),
+                    (
+                        "address",
+                        map(&[(
+                            "anyOf",
+                            list(vec![
+                                map(&[("properties", map(&[("zip_code", map(&[]))]))]),
+                                Value::Int,
+                            ]),
+                        )]),
+                    ),
+                ]),
+            ),
+            (
+                "$defs",
+                map(&[("Item", map(&[("properties", map(&[("sku", map(&[]))]))]))]),
+            ),
+        ]);
+        let mut collected = collect_parameter_text(schema);
+        collected.sort();
+        assert_eq!(
+            collected,
+            [
+                "Free Text",
+                "Numeric customer ID",
+                "address",
+                "customer_id",
+                "description",
+                "sku",
+                "zip_code"
+            ]
+        );
+    }
+
+    #[test]
+    fn walk_survives_odd_shapes() {
+        assert!(collect_parameter_text(Value::Int).is_empty());
+        assert!(collect_parameter_text(text("x")).is_empty());
+        assert!(collect_parameter_text(list(vec![Value::Int; 10])).is_empty());
+        // Non-string keys and non-mapping properties are skipped.
+        let odd = Value::Map(Rc::new(vec![
+            (None, map(&[("properties", map(&[("hidden", Value::Int)]))])),
+            (Some("properties".into()), list(vec![text("not a mapping")])),
+        ]));
+        assert!(collect_parameter_text(odd).is_empty());
+        // Very deep nesting stops at the depth cap without recursion.
+        let mut deep = map(&[("properties", map(&[("bottom", Value::Int)]))]);
+        for _ in 0..10_000 {
+            deep = map(&[("items", deep)]);
+        }
+        assert!(collect_parameter_text(deep.clone()).is_empty());
+        // A self-containing object (as Python dicts can be) is bounded too.
+        let looped = collect_parameter_text(Value::Loop);
+        assert!(!looped.is_empty() && looped.len() <= MAX_SCHEMA_NODES);
+        let mut shallow = map(&[("properties", map(&[("top", Value::Int)]))]);
+        for _ in 0..10 {
+            shallow = map(&[("items", shallow)]);
+        }
+        assert_eq!(collect_parameter_text(shallow), ["top"]);
+        // The node budget bounds huge schemas.
+        let huge = map(&[(
+            "properties",
+            Value::Map(Rc::new(
+                (0..50_000)
+                    .map(|i| (Some(format!("p{i}")), Value::Int))
+                    .collect(),
+            )),
+        )]);
+        assert!(collect_parameter_text(huge).len() < MAX_SCHEMA_NODES);
+        std::mem::forget(deep); // dropping 10,000 nested Rcs would recurse in the test itself
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate_str("héllo", 2), "h");
+        assert_eq!(truncate_str("héllo", 3), "hé");
+        assert_eq!(truncate_str("abc", 10), "abc");
+        assert_eq!(truncate_str("組", 0), "");
+    }
+
+    #[test]
+    fn github_prefix_corpus() {
+        let index = github_index();
+        let (total, keys) = search(&index, "github profile", None, 0, 5);
+        assert_eq!(keys[0], "dev__github_get_me");
+        assert!(total >= 15, "github matches every dev tool: {total}");
+        let (_, keys) = search(&index, "get me", None, 0, 5);
+        assert_eq!(keys[0], "dev__github_get_me");
+        let (_, keys) = search(&index, "customer name", None, 0, 5);
+        assert_eq!(keys[0], "crm__customer_name");
+        let (_, keys) = search(&index, "pull request", None, 0, 3);
+        assert!(
+            keys.iter().all(|key| key.contains("pull_request")),
+            "{keys:?}"
+        );
+        let (total, keys) = search(&index, "comment", None, 0, 5);
+        assert_eq!(
+            (total, keys),
+            (1, vec!["dev__github_add_issue_comment".to_owned()])
+        );
+    }
+
+    #[test]
+    fn exact_name_ranks_first() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("a", "issue", "Nothing relevant"),
+            record(
+                "a",
+                "list_issues",
+                "List issue issue issue issues of an issue tracker",
+            ),
+            record("b", "issue_issue", "issue issue issue issue"),
+        ]);
+        let (_, keys) = search(&index, "  ISSUE ", None, 0, 10);
+        assert_eq!(keys[0], "a__issue");
+        let (_, keys) = search(&index, "b__Issue_Issue", None, 0, 10);
+        assert_eq!(keys[0], "b__issue_issue");
+        // Exact matches count even without matching terms through the other fields.
+        let (total, keys) = search(&index, "list_issues", Some(&["a"]), 0, 1);
+        assert_eq!(keys, ["a__list_issues"]);
+        assert!(total >= 1);
+        // Group filters apply to exact matches too.
+        let (_, keys) = search(&index, "issue", Some(&["b"]), 0, 10);
+        assert_eq!(keys, ["b__issue_issue"]);
+    }
+
+    #[test]
+    fn ties_break_by_group_then_tool() {
+        let mut index = SearchIndex::new();
+        let same = "Fetch the weather forecast";
+        index.upsert([
+            record("zeta", "alpha", same),
+            record("alpha", "zeta", same),
+            record("alpha", "beta", same),
+            record("beta", "alpha", same),
+        ]);
+        let expected = ["alpha__beta", "alpha__zeta", "beta__alpha", "zeta__alpha"];
+        for _ in 0..3 {
+            let (total, keys) = search(&index, "weather", None, 0, 10);
+            assert_eq!(total, 4);
+            assert_eq!(keys, expected);
+        }
+        // Pages of the same order.
+        let (_, first) = search(&index, "weather", None, 0, 1);
+        let (_, rest) = search(&index, "weather", None, 1, 10);
+        assert_eq!([first, rest].concat(), expected);
+    }
+
+    #[test]
+    fn browse_orders_by_group_then_tool() {
+        let index = github_index();
+        let (total, keys) = search(&index, "", None, 0, 3);
+        assert_eq!(total, 17);
+        assert_eq!(
+            keys,
+            [
+                "crm__customer_name",
+                "crm__update_customer",
+                "dev__github_add_issue_comment"
+            ]
+        );
+        let (total, keys) = search(&index, " \t ", None, 1, 2);
+        assert_eq!(total, 17);
+        assert_eq!(
+            keys,
+            ["crm__update_customer", "dev__github_add_issue_comment"]
+        );
+        let (total, keys) = search(&index, "!!", Some(&["dev"]), 14, 10);
+        assert_eq!(
+            (total, keys),
+            (15, vec!["dev__github_search_users".to_owned()])
+        );
+        let (total, keys) = search(&index, "", Some(&[]), 0, 10);
+        assert_eq!((total, keys.len()), (0, 0));
+        let (total, keys) = search(&index, "", Some(&["nope"]), 0, 10);
+        assert_eq!((total, keys.len()), (0, 0));
+        let (total, keys) = search(&index, "", None, 100, 10);
+        assert_eq!((total, keys.len()), (17, 0));
+        let (total, keys) = search(&index, "", None, 0, 0);
+        assert_eq!((total, keys.len()), (17, 0));
+    }
+
+    #[test]
+    fn group_filter() {
+        let index = github_index();
+        let (total, keys) = search(&index, "update", Some(&["crm"]), 0, 10);
+        assert_eq!((total, keys), (1, vec!["crm__update_customer".to_owned()]));
+        let (total, _) = search(&index, "update", Some(&["crm", "dev", "crm"]), 0, 10);
+        assert_eq!(total, 2);
+        let (total, _) = search(&index, "update", None, 0, 10);
+        assert_eq!(total, 2);
+        let (total, _) = search(&index, "crm", None, 0, 10);
+        assert_eq!(total, 2, "group names are searchable");
+    }
+
+    #[test]
+    fn upsert_replaces_and_remove_forgets() {
+        let mut index = github_index();
+        assert_eq!(index.len(), 17);
+        index.upsert([record("crm", "customer_name", "Find invoices")]);
+        assert_eq!(index.len(), 17);
+        assert_eq!(search(&index, "display", None, 0, 10).0, 0);
+        assert_eq!(
+            search(&index, "invoices", None, 0, 10).1,
+            ["crm__customer_name"]
+        );
+        // A key moving to another group is re-filed.
+        let mut moved = record("billing", "customer_name", "Find invoices");
+        moved.key = "crm__customer_name".into();
+        index.upsert([moved]);
+        assert_eq!(search(&index, "", Some(&["crm"]), 0, 10).0, 1);
+        assert_eq!(
+            search(&index, "", Some(&["billing"]), 0, 10).1,
+            ["crm__customer_name"]
+        );
+        index.remove(["crm__customer_name", "unknown", "crm__customer_name"]);
+        assert_eq!(index.len(), 16);
+        assert_eq!(search(&index, "invoices", None, 0, 10).0, 0);
+        assert!(!index
+            .keys()
+            .iter()
+            .any(|key| &**key == "crm__customer_name"));
+        assert_eq!(
+            search(&index, "customer_name", None, 0, 10).1,
+            ["crm__update_customer"]
+        );
+    }
+
+    #[test]
+    fn unchanged_upsert_is_a_no_op() {
+        let mut index = github_index();
+        let slots = index.slots();
+        index.upsert([record(
+            "crm",
+            "customer_name",
+            "Look up the display name for a customer ID.",
+        )]);
+        assert_eq!(index.slots(), slots);
+        index.upsert([record("crm", "customer_name", "Changed")]);
+        assert_eq!(index.slots(), slots + 1);
+    }
+
+    #[test]
+    fn compaction_keeps_results() {
+        let mut index = SearchIndex::new();
+        index.upsert((0..100).map(|i| {
+            record(
+                "g",
+                &format!("tool_{i:03}"),
+                &format!("word{} common", i % 7),
+            )
+        }));
+        let before = search(&index, "word3 common", None, 0, 100);
+        index.remove(
+            (0..100)
+                .filter(|i| i % 2 == 1)
+                .map(|i| format!("g__tool_{i:03}")),
+        );
+        assert_eq!(index.len(), 50);
+        assert_eq!(
+            index.slots(),
+            50,
+            "more than a quarter dead triggers compaction"
+        );
+        let after = search(&index, "word3 common", None, 0, 100);
+        let expected: Vec<String> = before
+            .1
+            .into_iter()
+            .filter(|key| {
+                key[key.len() - 1..]
+                    .parse::<u32>()
+                    .is_ok_and(|d| d % 2 == 0)
+            })
+            .collect();
+        assert_eq!(after.1, expected);
+        assert_eq!(after.0, 50);
+        // A freshly built index gives the same ranking.
+        let mut fresh = SearchIndex::new();
+        fresh.upsert((0..100).filter(|i| i % 2 == 0).map(|i| {
+            record(
+                "g",
+                &format!("tool_{i:03}"),
+                &format!("word{} common", i % 7),
+            )
+        }));
+        assert_eq!(search(&fresh, "word3 common", None, 0, 100).1, after.1);
+        assert_eq!(
+            search(&fresh, "", None, 0, 100),
+            search(&index, "", None, 0, 100)
+        );
+        // Still usable after compaction.
+        index.upsert([record("g", "tool_001", "brand new")]);
+        assert_eq!(search(&index, "brand", None, 0, 10).1, ["g__tool_001"]);
+        assert_eq!(search(&index, "tool_001", None, 0, 1).1, ["g__tool_001"]);
+    }
+
+    #[test]
+    fn totals_count_all_matches() {
+        let mut index = SearchIndex::new();
+        index.upsert((0..250).map(|i| {
+            record(
+                "g",
+                &format!("t{i}"),
+                if i % 5 == 0 { "alpha beta" } else { "beta" },
+            )
+        }));
+        assert_eq!(search(&index, "alpha", None, 0, 3).0, 50);
+        let (total, keys) = search(&index, "beta alpha", None, 0, 50);
+        assert_eq!(total, 250);
+        assert_eq!(keys.len(), 50);
+        // Records with both terms come first.
+        let (_, all) = search(&index, "beta alpha", None, 0, 250);
+        let alpha: Vec<_> = all.iter().take(50).collect();
+        assert!(alpha
+            .iter()
+            .all(|key| key[4..].parse::<u32>().unwrap() % 5 == 0));
+        // Paging through covers every match exactly once.
+        let mut paged = Vec::new();
+        let mut offset = 0;
+        while offset < 250 {
+            let (_, keys) = search(&index, "beta alpha", None, offset, 7);
+            offset += 7;
+            paged.extend(keys);
+        }
+        assert_eq!(paged, all);
+    }
+
+    #[test]
+    fn unmatched_query_has_no_results() {
+        let index = github_index();
+        assert_eq!(search(&index, "zzzz quux", None, 0, 10), (0, vec![]));
+        assert_eq!(search(&index, "me", Some(&["crm"]), 0, 10), (0, vec![]));
+        assert_eq!(SearchIndex::new().search("anything", None, 0, 10).0, 0);
+        assert_eq!(SearchIndex::new().search("", None, 0, 10).0, 0);
+    }
+
+    #[test]
+    fn parameters_and_cjk_are_searchable() {
+        let mut index = SearchIndex::new();
+        let mut with_params = record("crm", "lookup", "Look something up");
+        with_params.parameter_text = vec!["customer_id".into(), "Numeric customer ID".into()];
+        index.upsert([
+            with_params,
+            record("docs", "fetch", "获取用户信息"),
+            record("docs", "Отчёт", "Получить отчёт по клиенту"),
+        ]);
+        assert_eq!(search(&index, "customer", None, 0, 10).1, ["crm__lookup"]);
+        assert_eq!(search(&index, "用户", None, 0, 10).1, ["docs__fetch"]);
+        assert_eq!(search(&index, "ОТЧЁТ", None, 0, 10).1, ["docs__Отчёт"]);
+    }
+}
+
+#[cfg(test)]
+mod bench {
+    use super::*;
+    use std::time::Instant;
+
+    /// Deterministic pseudo-random words for a synthetic corpus.
+    fn corpus(count: usize) -> Vec<Record> {
+        let verbs = [
+            "get", "list", "create", "update", "delete", "search", "merge", "sync",
+        ];
+        let nouns: Vec<String> = (0..3000).map(|i| format!("noun{i}")).collect();
+        let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        (0..count)
+            .map(|i| {
+                let group = format!("group{}", i % 100);
+                let tool = format!(
+                    "{}_{}_{}",
+                    verbs[next(verbs.len())],
+                    nouns[next(nouns.len())],
+                    i
+                );
+                let description = (0..20)
+                    .map(|_| nouns[next(nouns.len())].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let parameter_text = (0..4).map(|_| nouns[next(nouns.len())].clone()).collect();
+                Record {
+                    key: format!("{group}__{tool}"),
+                    group,
+                    tool,
+                    description,
+                    parameter_text,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    #[ignore = "timing; run with --release --ignored --nocapture"]
+    fn keyword_search_over_100k() {
+        let records = corpus(100_000);
+        let started = Instant::now();
+        let mut index = SearchIndex::new();
+        index.upsert(records);
+        println!("build: {:?}", started.elapsed());
+        for query in [
+            "noun17 noun2500",
+            "get noun42",
+            "create",
+            "update_noun7_7",
+            "",
+        ] {
+            let started = Instant::now();
+            let rounds = 200;
+            let mut total = 0;
+            for _ in 0..rounds {
+                total = index.search(query, None, 0, 10).0;
+            }
+            println!(
+                "{query:?}: total {total}, {:?} per search",
+                started.elapsed() / rounds
+            );
+        }
+        let started = Instant::now();
+        index.remove((0..30_000).map(|i| format!("group{}__x{i}", i % 100)));
+        let keys: Vec<Arc<str>> = index.keys().into_iter().take(30_000).collect();
+        index.remove(keys.iter().map(|k| &**k));
+        println!("remove 30k + compact: {:?}", started.elapsed());
+    }
+}
