@@ -76,6 +76,19 @@ pub trait SchemaNode: Sized {
     fn string(&self, max_bytes: usize) -> Option<String>;
 }
 
+/// Checks a result window from a caller (negative values are rejected).
+pub fn search_window(offset: i64, limit: i64) -> crate::Result<(usize, usize)> {
+    let convert = |name: &str, value: i64| {
+        if value < 0 {
+            return Err(crate::Error::new(format!(
+                "{name} must not be negative, got {value}"
+            )));
+        }
+        Ok(usize::try_from(value).unwrap_or(usize::MAX))
+    };
+    Ok((convert("offset", offset)?, convert("limit", limit)?))
+}
+
 /// Cuts `text` to at most `max_bytes` bytes at a character boundary.
 pub fn truncate_str(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {

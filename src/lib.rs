@@ -16,6 +16,9 @@ pub mod names;
 pub mod page;
 pub mod tokenize;
 
+#[cfg(feature = "python")]
+mod python;
+
 /// A rejected input. The binding raises it as Python `ValueError` with [`Error::message`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {

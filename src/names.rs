@@ -107,9 +107,8 @@ fn is_name_char(c: char) -> bool {
 pub fn validate_group_name(name: &str) -> Result<()> {
     let mut chars = name.chars();
     let first_is_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
-    let well_formed = first_is_letter
-        && name.len() <= MAX_GROUP_NAME_CHARS
-        && name.chars().all(is_name_char);
+    let well_formed =
+        first_is_letter && name.len() <= MAX_GROUP_NAME_CHARS && name.chars().all(is_name_char);
     if !well_formed {
         return Err(Error::new(format!(
             "invalid ToolProxy group name {}: it must start with a letter and hold at most \
@@ -235,7 +234,15 @@ mod tests {
 
     #[test]
     fn valid_group_names() {
-        for name in ["crm", "a", "A-b_c9", "x-", "y_", &"a".repeat(32), "kNowledge-2"] {
+        for name in [
+            "crm",
+            "a",
+            "A-b_c9",
+            "x-",
+            "y_",
+            &"a".repeat(32),
+            "kNowledge-2",
+        ] {
             assert_eq!(validate_group_name(name), Ok(()), "{name}");
         }
     }
@@ -270,7 +277,10 @@ mod tests {
             &"a".repeat(33),
             "a\n",
         ] {
-            assert!(group_err(name).contains("must start with a letter"), "{name:?}");
+            assert!(
+                group_err(name).contains("must start with a letter"),
+                "{name:?}"
+            );
         }
     }
 
@@ -288,7 +298,10 @@ mod tests {
 
     #[test]
     fn descriptions() {
-        assert_eq!(validate_group_description("crm", "Customer records"), Ok(()));
+        assert_eq!(
+            validate_group_description("crm", "Customer records"),
+            Ok(())
+        );
         assert_eq!(validate_group_description("crm", &"é".repeat(512)), Ok(()));
         for blank in ["", " ", "\t\n \u{3000}\u{1f}"] {
             let err = validate_group_description("crm", blank).unwrap_err();
@@ -336,8 +349,14 @@ mod tests {
             ok(5, 1023).unwrap_err().message(),
             "invalid ToolProxy config: max_search_bytes must be between 1024 and 32768, got 1023"
         );
-        assert!(ok(5, 32769).unwrap_err().message().contains("max_search_bytes"));
-        assert!(ok(5, i64::MIN).unwrap_err().message().contains("max_search_bytes"));
+        assert!(ok(5, 32769)
+            .unwrap_err()
+            .message()
+            .contains("max_search_bytes"));
+        assert!(ok(5, i64::MIN)
+            .unwrap_err()
+            .message()
+            .contains("max_search_bytes"));
         let same = validate_config("x", "x", 5, 2048).unwrap_err();
         assert_eq!(
             same.message(),
@@ -348,13 +367,18 @@ mod tests {
         let bad = validate_config("x", "", 5, 2048).unwrap_err();
         assert!(bad.message().contains("call_name ''"), "{bad}");
         let huge = int_out_of_range("max_search_bytes", "123456789012345678901234567890");
-        assert!(huge.message().contains("got 123456789012345678901234567890"));
+        assert!(huge
+            .message()
+            .contains("got 123456789012345678901234567890"));
     }
 
     #[test]
     fn canonical_names() {
         assert_eq!(canonical_name("crm", "customer_name"), "crm__customer_name");
-        assert_eq!(split_canonical_name("crm__customer_name"), Some(("crm", "customer_name")));
+        assert_eq!(
+            split_canonical_name("crm__customer_name"),
+            Some(("crm", "customer_name"))
+        );
         assert_eq!(split_canonical_name("a__b__c"), Some(("a", "b__c")));
         assert_eq!(split_canonical_name("a___b"), Some(("a", "_b")));
         assert_eq!(split_canonical_name("plain"), None);

@@ -89,8 +89,8 @@ pub fn plan_page(entry_sizes: &[i64], total: i64, offset: i64, budget: i64) -> R
         if page > budget {
             if index == 0 {
                 return Err(Error::new(format!(
-                    "entry 0 is {size} bytes and needs a page of {page} bytes; budget is \
-                     {budget} bytes"
+                    "entry 0 needs a page of {page} bytes; budget is {budget} bytes (the \
+                     entry alone is {size} bytes)"
                 )));
             }
             break;

@@ -1,0 +1,149 @@
+"""Rust core of pydantic-ai-toolproxy.
+
+Validation of group names, descriptions, tool names and configuration; canonical names;
+the incremental search index with deterministic ranking; byte-exact page planning.
+
+Every function validates its inputs and reports problems as exceptions (``ValueError`` for
+rejected values, ``TypeError`` for values of the wrong type); nothing here panics on user data.
+Strings holding lone surrogates are accepted: each surrogate is read as U+FFFD.
+"""
+
+from typing import final
+
+GROUP_NAME_PATTERN: str
+"""``"^[A-Za-z][A-Za-z0-9_-]{0,31}$"``; a group name must also not contain ``"__"``."""
+
+CANONICAL_SEPARATOR: str
+"""``"__"``, the separator of canonical names ``group__tool``."""
+
+MAX_DESCRIPTION_CHARS: int
+"""``512``: the longest group description, in characters (``len()``)."""
+
+MIN_SEARCH_BYTES: int
+"""``1024``: the smallest accepted ``max_search_bytes``."""
+
+MAX_SEARCH_BYTES: int
+"""``32768``: the largest accepted ``max_search_bytes``."""
+
+MAX_RESULTS_LIMIT: int
+"""``100``: the largest accepted ``max_results``."""
+
+def validate_group_name(name: str) -> None:
+    """Raise ``ValueError`` unless ``name`` is a valid group name.
+
+    A valid name matches ``GROUP_NAME_PATTERN`` (an ASCII letter, then at most 31 ASCII letters,
+    digits, ``-`` or ``_``) and does not contain ``"__"``. The message quotes the value like
+    ``repr()``, e.g. ``invalid ToolProxy group name 'a__b': a group name must not contain '__'
+    (the canonical-name separator)`` or ``invalid ToolProxy group name '9x': it must start with a
+    letter and hold at most 32 letters, digits, '-' or '_'``.
+    """
+
+def validate_group_description(group: str, description: str) -> None:
+    """Raise ``ValueError`` if ``description`` is blank or too long.
+
+    Blank means empty or only whitespace (as ``str.isspace``); too long means more than
+    ``MAX_DESCRIPTION_CHARS`` characters as counted by ``len()``. The message names the group and
+    the description's length.
+    """
+
+def validate_tool_name(name: str) -> bool:
+    """Return whether ``name`` matches ``^[A-Za-z0-9_-]{1,64}$``.
+
+    This is the function-name rule model providers accept. Never raises; a non-``str`` is
+    ``False``.
+    """
+
+def validate_config(search_name: str, call_name: str, max_results: int, max_search_bytes: int) -> None:
+    """Raise ``ValueError`` naming the offending field and value unless the configuration is valid.
+
+    Both names must satisfy ``validate_tool_name`` and differ from each other; ``max_results`` must
+    be in ``1..=MAX_RESULTS_LIMIT`` and ``max_search_bytes`` in
+    ``MIN_SEARCH_BYTES..=MAX_SEARCH_BYTES``. Integers of any size are accepted and reported exactly
+    (e.g. ``invalid ToolProxy config: max_results must be between 1 and 100, got 0``). A
+    non-integer number raises ``TypeError``.
+    """
+
+def canonical_name(group: str, tool: str) -> str:
+    """Return the canonical name ``f"{group}__{tool}"``."""
+
+def split_canonical_name(name: str) -> tuple[str, str] | None:
+    """Split a canonical name at its first ``"__"``.
+
+    ``"a__b__c"`` gives ``("a", "b__c")``. Returns ``None`` when there is no separator or either
+    side is empty.
+    """
+
+def plan_page(entry_sizes: list[int], total: int, offset: int, budget: int) -> tuple[int, int | None, int]:
+    """Plan one byte-budgeted search page and return ``(count, next_offset, page_size_bytes)``.
+
+    The page is the compact JSON object ``{"tools":[E1,E2,...],"total":T,"next_offset":N}`` where
+    ``N`` is an integer or ``null``. ``entry_sizes[i]`` is the UTF-8 size in bytes of the compact
+    JSON of the entry at ranked position ``offset + i`` (at most ``limit`` sizes; fewer at the end of
+    the results).
+
+    Entries are taken greedily in order while the whole page, including the commas between
+    entries, the digits of ``total`` and the digits of ``next_offset`` (or the 4 bytes of ``null``)
+    that the count implies, stays ``<= budget``. ``next_offset`` is ``offset + count`` when that is
+    below ``total``, else ``None``. ``page_size_bytes`` is the exact size of the planned page.
+
+    With no entries the result is ``(0, None, size of the empty page)``.
+
+    Raises ``ValueError`` when a number is negative, when ``offset + len(entry_sizes)`` exceeds
+    ``total``, or when the first entry does not fit alone; that message starts with ``"entry 0 "``
+    and states the page size the entry needs, the budget and the entry's size, e.g.
+    ``entry 0 needs a page of 40208 bytes; budget is 32768 bytes (the entry alone is 40170 bytes)``.
+    """
+
+@final
+class SearchIndex:
+    """Inverted index over tool records; holds no Python objects.
+
+    Records are ``(key, group, tool, description, parameters_json_schema)`` tuples, where ``key`` is
+    the canonical name. Ranking is deterministic: an exact name match first (the trimmed,
+    lower-cased query equals a record's lower-cased tool name or key), then a BM25F score over the
+    tool name, group name, description and parameter text, then ``(group, tool)`` in byte order.
+
+    Safe to share between threads: searches run concurrently without the GIL; updates are
+    serialized.
+    """
+
+    def __init__(self) -> None:
+        """Create an empty index."""
+
+    def __len__(self) -> int:
+        """Return the number of live records."""
+
+    def upsert(self, records: list[tuple[str, str, str, str, object]]) -> None:
+        """Add records, replacing any record with the same key.
+
+        Each record is ``(key, group, tool, description, parameters_json_schema)``. Other records
+        are not rebuilt, and a record identical to the indexed one is left as it is. The batch is
+        converted in full before the index changes, so a malformed record (``TypeError`` /
+        ``ValueError``) leaves the index untouched.
+
+        ``parameters_json_schema`` may be any object. Only ``dict``, ``list``, ``tuple`` and ``str``
+        are read, iteratively and with caps (depth 32, 2000 nodes per tool): the keys of every
+        ``"properties"`` mapping (parameter names) and the string values of ``"description"`` /
+        ``"title"`` inside the property schemas become searchable parameter text. Anything else,
+        including non-``str`` keys, is skipped.
+        """
+
+    def remove(self, keys: list[str]) -> None:
+        """Remove records by key; unknown keys are ignored."""
+
+    def keys(self) -> list[str]:
+        """Return the live keys, in no particular order."""
+
+    def search(self, query: str, groups: list[str] | None, offset: int, limit: int) -> tuple[int, list[str]]:
+        """Return ``(total, keys)`` for the ranked results ``[offset : offset + limit]``.
+
+        ``groups=None`` searches every group; otherwise only records whose group is listed (an
+        empty list selects nothing). A query without tokens (empty, whitespace or punctuation)
+        browses: every selected record, in ``(group, tool)`` byte order. Otherwise only records
+        matching at least one query token count towards ``total``, ranked as described on the
+        class. Tokens are whole words (``me`` does not match ``comment``), split at camelCase and
+        ``_``/``-``, lower-cased; CJK text matches by character bigrams.
+
+        The GIL is released while ranking. Raises ``ValueError`` for a negative ``offset`` or
+        ``limit``.
+        """

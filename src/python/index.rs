@@ -1,0 +1,115 @@
+//! The `SearchIndex` class.
+
+use std::sync::{PoisonError, RwLock};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+
+use super::convert::{saturating_i64, text, value_error};
+use super::schema::PyNode;
+use crate::index::{self, collect_parameter_text, Record};
+
+/// Inverted index over tool records; holds no Python objects.
+#[pyclass(name = "SearchIndex", module = "pydantic_ai_toolproxy._core", frozen)]
+pub struct PySearchIndex {
+    inner: RwLock<index::SearchIndex>,
+}
+
+type Fields<'py> = (
+    Bound<'py, PyString>,
+    Bound<'py, PyString>,
+    Bound<'py, PyString>,
+    Bound<'py, PyString>,
+    Bound<'py, PyAny>,
+);
+
+#[pymethods]
+impl PySearchIndex {
+    #[new]
+    fn new() -> Self {
+        Self {
+            inner: RwLock::new(index::SearchIndex::new()),
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("SearchIndex(len={})", self.__len__())
+    }
+
+    /// Adds or replaces `(key, group, tool, description, parameters_json_schema)` records.
+    fn upsert(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut converted = Vec::new();
+        for item in records.try_iter()? {
+            let (key, group, tool, description, schema): Fields<'_> = item?.extract()?;
+            converted.push(Record {
+                key: text(&key).into_owned(),
+                group: text(&group).into_owned(),
+                tool: text(&tool).into_owned(),
+                description: text(&description).into_owned(),
+                parameter_text: collect_parameter_text(PyNode(schema)),
+            });
+        }
+        py.detach(|| {
+            self.inner
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .upsert(converted);
+        });
+        Ok(())
+    }
+
+    /// Removes records by key; unknown keys are ignored.
+    fn remove(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) {
+        let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+        py.detach(|| {
+            self.inner
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&keys);
+        });
+    }
+
+    /// Live keys, in no particular order.
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let keys = self
+            .inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keys();
+        PyList::new(py, keys.iter().map(|key| &**key))
+    }
+
+    /// `(total, keys of ranked results[offset : offset + limit])`.
+    #[pyo3(signature = (query, groups, offset, limit))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyString>,
+        groups: Option<Vec<Bound<'py, PyString>>>,
+        offset: &Bound<'py, PyAny>,
+        limit: &Bound<'py, PyAny>,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        let (offset, limit) = index::search_window(saturating_i64(offset)?, saturating_i64(limit)?)
+            .map_err(value_error)?;
+        let query = text(query).into_owned();
+        let groups: Option<Vec<String>> =
+            groups.map(|groups| groups.iter().map(|g| text(g).into_owned()).collect());
+        let (total, keys) = py.detach(|| {
+            let group_refs: Option<Vec<&str>> = groups
+                .as_ref()
+                .map(|groups| groups.iter().map(String::as_str).collect());
+            self.inner
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .search(&query, group_refs.as_deref(), offset, limit)
+        });
+        Ok((total, PyList::new(py, keys.iter().map(|key| &**key))?))
+    }
+}

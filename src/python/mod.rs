@@ -1,0 +1,130 @@
+//! The `pydantic_ai_toolproxy._core` extension module: conversions and error mapping only.
+
+mod convert;
+mod index;
+mod schema;
+
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use crate::{names, page};
+use convert::{saturating_i64, text, value_error};
+
+/// Raise `ValueError` unless `name` is a valid ToolProxy group name.
+#[pyfunction]
+fn validate_group_name(name: &Bound<'_, PyString>) -> PyResult<()> {
+    names::validate_group_name(&text(name)).map_err(value_error)
+}
+
+/// Raise `ValueError` if the description of `group` is blank or too long.
+#[pyfunction]
+fn validate_group_description(
+    group: &Bound<'_, PyString>,
+    description: &Bound<'_, PyString>,
+) -> PyResult<()> {
+    names::validate_group_description(&text(group), &text(description)).map_err(value_error)
+}
+
+/// `True` when `name` is acceptable as a model-facing function name.
+#[pyfunction]
+fn validate_tool_name(name: &Bound<'_, PyAny>) -> bool {
+    name.cast::<PyString>()
+        .is_ok_and(|name| names::validate_tool_name(&text(name)))
+}
+
+/// An int config field: `ValueError` (with the exact value) when beyond `i64`.
+fn config_int(field: &str, value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    match value.extract::<i64>() {
+        Ok(number) => Ok(number),
+        Err(err) if err.is_instance_of::<PyOverflowError>(value.py()) => {
+            let shown = value
+                .str()
+                .map(|s| text(&s).into_owned())
+                .unwrap_or_default();
+            Err(value_error(names::int_out_of_range(field, &shown)))
+        }
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "invalid ToolProxy config: {field} must be an int, got {}",
+            value
+                .get_type()
+                .name()
+                .map(|name| name.to_string())
+                .unwrap_or_else(|_| "an object".to_owned())
+        ))),
+    }
+}
+
+/// Raise `ValueError` naming the offending field unless the configuration is valid.
+#[pyfunction]
+fn validate_config(
+    search_name: &Bound<'_, PyString>,
+    call_name: &Bound<'_, PyString>,
+    max_results: &Bound<'_, PyAny>,
+    max_search_bytes: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let max_results = config_int("max_results", max_results)?;
+    let max_search_bytes = config_int("max_search_bytes", max_search_bytes)?;
+    names::validate_config(
+        &text(search_name),
+        &text(call_name),
+        max_results,
+        max_search_bytes,
+    )
+    .map_err(value_error)
+}
+
+/// `f"{group}__{tool}"`.
+#[pyfunction]
+fn canonical_name(group: &Bound<'_, PyString>, tool: &Bound<'_, PyString>) -> String {
+    names::canonical_name(&text(group), &text(tool))
+}
+
+/// Split at the first `__`; `None` without a separator or with an empty side.
+#[pyfunction]
+fn split_canonical_name(name: &Bound<'_, PyString>) -> Option<(String, String)> {
+    names::split_canonical_name(&text(name))
+        .map(|(group, tool)| (group.to_owned(), tool.to_owned()))
+}
+
+/// Plan a byte-budgeted page: `(count, next_offset, page_size_bytes)`.
+#[pyfunction]
+fn plan_page(
+    entry_sizes: Vec<Bound<'_, PyAny>>,
+    total: &Bound<'_, PyAny>,
+    offset: &Bound<'_, PyAny>,
+    budget: &Bound<'_, PyAny>,
+) -> PyResult<(usize, Option<u64>, u64)> {
+    let sizes = entry_sizes
+        .iter()
+        .map(saturating_i64)
+        .collect::<PyResult<Vec<i64>>>()?;
+    let plan = page::plan_page(
+        &sizes,
+        saturating_i64(total)?,
+        saturating_i64(offset)?,
+        saturating_i64(budget)?,
+    )
+    .map_err(value_error)?;
+    Ok((plan.count, plan.next_offset, plan.size))
+}
+
+/// Rust core of pydantic-ai-toolproxy: validation, canonical names, search index, page planning.
+#[pymodule]
+fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("GROUP_NAME_PATTERN", names::GROUP_NAME_PATTERN)?;
+    module.add("CANONICAL_SEPARATOR", names::CANONICAL_SEPARATOR)?;
+    module.add("MAX_DESCRIPTION_CHARS", names::MAX_DESCRIPTION_CHARS)?;
+    module.add("MIN_SEARCH_BYTES", names::MIN_SEARCH_BYTES)?;
+    module.add("MAX_SEARCH_BYTES", names::MAX_SEARCH_BYTES)?;
+    module.add("MAX_RESULTS_LIMIT", names::MAX_RESULTS_LIMIT)?;
+    module.add_function(wrap_pyfunction!(validate_group_name, module)?)?;
+    module.add_function(wrap_pyfunction!(validate_group_description, module)?)?;
+    module.add_function(wrap_pyfunction!(validate_tool_name, module)?)?;
+    module.add_function(wrap_pyfunction!(validate_config, module)?)?;
+    module.add_function(wrap_pyfunction!(canonical_name, module)?)?;
+    module.add_function(wrap_pyfunction!(split_canonical_name, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_page, module)?)?;
+    module.add_class::<index::PySearchIndex>()?;
+    Ok(())
+}
