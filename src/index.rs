@@ -49,6 +49,12 @@ const LENGTH_NORMALIZATION: [f32; FIELDS] = [0.3, 0.0, 0.75, 0.75];
 /// BM25 term-frequency saturation.
 const K1: f32 = 1.2;
 
+thread_local! {
+    /// Per-thread score accumulator, indexed by document and kept zeroed between queries, so a
+    /// query touches only the entries of matching documents instead of allocating.
+    static SCORE_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One tool as the index sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Record {
@@ -622,9 +628,47 @@ impl SearchIndex {
         exact.sort_unstable();
         exact.dedup();
 
+        let mut candidates = SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scores) => self.score(terms, &exact, allowed, &mut scores),
+            Err(_) => self.score(terms, &exact, allowed, &mut Vec::new()),
+        });
+        let total = candidates.len();
+        let end = offset.saturating_add(limit).min(total);
+        if offset >= end {
+            return (total, Vec::new());
+        }
+        let order = Self::compare;
+        if end < candidates.len() {
+            candidates.select_nth_unstable_by(end - 1, order);
+            candidates.truncate(end);
+        }
+        candidates.sort_unstable_by(order);
+        let keys = candidates[offset..]
+            .iter()
+            .map(|candidate| self.docs[candidate.doc as usize].key.clone())
+            .collect();
+        (total, keys)
+    }
+
+    /// Scores the selectable documents matching `terms` and returns them, plus the `exact`
+    /// documents, as candidates. `scores` is a zeroed scratch buffer; it is left zeroed.
+    fn score(
+        &self,
+        terms: &[u32],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        scores: &mut Vec<f32>,
+    ) -> Vec<Candidate> {
+        if scores.len() < self.docs.len() {
+            scores.resize(self.docs.len(), 0.0);
+        }
+        let selectable = |doc: u32| {
+            let index = doc as usize;
+            self.alive[index]
+                && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
+        };
         let live = self.live as f32;
         let (base, slope) = self.length_factors();
-        let mut scores: Vec<f32> = vec![0.0; self.docs.len()];
         let mut touched: Vec<u32> = Vec::new();
         for &term in terms {
             let postings = &self.postings[term as usize];
@@ -666,7 +710,7 @@ impl SearchIndex {
                 rank: self.doc_rank[doc as usize],
             })
             .collect();
-        for &doc in &exact {
+        for &doc in exact {
             if scores[doc as usize] == 0.0 {
                 candidates.push(Candidate {
                     doc,
@@ -676,22 +720,10 @@ impl SearchIndex {
                 });
             }
         }
-        let total = candidates.len();
-        let end = offset.saturating_add(limit).min(total);
-        if offset >= end {
-            return (total, Vec::new());
+        for &doc in &touched {
+            scores[doc as usize] = 0.0;
         }
-        let order = Self::compare;
-        if end < candidates.len() {
-            candidates.select_nth_unstable_by(end - 1, order);
-            candidates.truncate(end);
-        }
-        candidates.sort_unstable_by(order);
-        let keys = candidates[offset..]
-            .iter()
-            .map(|candidate| self.docs[candidate.doc as usize].key.clone())
-            .collect();
-        (total, keys)
+        candidates
     }
 
     /// Per-field `1 - b` and `b / average length` of the BM25 length normalization.
