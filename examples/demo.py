@@ -1,0 +1,180 @@
+"""The main job: an Agent over every BFCL function definition, a stdio MCP server and one ungrouped tool.
+
+By default a scripted `FunctionModel` plays each request: it searches with the user's words, calls the top
+match with BFCL's recorded ground-truth arguments, and answers with the result. The demo prints, per
+request, the rank at which the right tool was found and the call's result, then the tool-definition bytes
+sent per model request through the proxy versus with every tool offered directly.
+
+    python examples/demo.py                     # scripted model, 24 BFCL requests + MCP + ungrouped
+    python examples/demo.py --requests 100      # more BFCL requests
+    python examples/demo.py --model openai:gpt-5 # the same agent with a real model (needs its API key)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.mcp import MCPToolset
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bfcl_tools import bfcl_toolsets, load_bfcl_questions  # noqa: E402
+
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup  # noqa: E402
+
+SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+SEARCH_LIMIT = 10
+
+
+@dataclass
+class Request:
+    prompt: str
+    group: str | None  # None: an ungrouped tool
+    tool: str
+    arguments: dict[str, Any]
+
+
+def current_utc_time() -> str:
+    """Return the current UTC time in ISO 8601 format (the demo's one ungrouped tool)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def mcp_source() -> MCPToolset[Any]:
+    return MCPToolset(StdioTransport(command=sys.executable, args=[str(HERE / 'mcp_server.py'), '--no-test-tools']), id='notes')
+
+
+def requests(n: int) -> list[Request]:
+    questions = load_bfcl_questions()
+    step = max(1, len(questions) // n) if n else 1
+    picked = questions[::step][:n]
+    from bfcl_tools import load_bfcl_functions
+
+    domain = {f.name: f.domain for f in load_bfcl_functions()}
+    out = [Request(q.question, domain[q.tool_name], q.tool_name, q.arguments) for q in picked]
+    out.append(Request('Convert 100 degrees celsius to fahrenheit', 'notes', 'convert_temperature', {'value': 100, 'from_unit': 'celsius', 'to_unit': 'fahrenheit'}))
+    out.append(Request('Add a note titled groceries: milk and eggs', 'notes', 'add_note', {'title': 'groceries', 'body': 'milk and eggs'}))
+    out.append(Request('What time is it now in UTC?', None, 'current_utc_time', {}))
+    return out
+
+
+def tool_bytes(defs: list[ToolDefinition]) -> int:
+    """UTF-8 bytes of the tool definitions as a model API receives them (name, description, parameters)."""
+    return sum(
+        len(json.dumps({'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema}, separators=(',', ':'), ensure_ascii=False).encode())
+        for d in defs
+    )
+
+
+class ScriptedModel:
+    """Searches with the user's words, calls the top match with the recorded arguments, then answers."""
+
+    def __init__(self, plan: dict[str, Request]) -> None:
+        self.plan = plan
+        self.request_tool_bytes: list[int] = []
+        self.ranks: dict[str, int | None] = {}
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.request_tool_bytes.append(tool_bytes(info.function_tools))
+        prompt = next(p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart))
+        req = self.plan[str(prompt)]
+        last = messages[-1]
+        returned = [p for p in last.parts if isinstance(p, ToolReturnPart)] if isinstance(last, ModelRequest) else []
+        if not returned:
+            if req.group is None:
+                return ModelResponse(parts=[ToolCallPart(req.tool, req.arguments)])
+            return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': req.prompt, 'limit': SEARCH_LIMIT})])
+        part = returned[-1]
+        if part.tool_name == SEARCH and part.outcome == 'success':
+            page = json.loads(part.model_response_str())
+            names = [(t['group'], t['tool']) for t in page['tools']]
+            self.ranks[req.prompt] = names.index((req.group, req.tool)) + 1 if (req.group, req.tool) in names else None
+            if not names:
+                return ModelResponse(parts=[TextPart('No matching tool.')])
+            group, tool = names[0]
+            return ModelResponse(parts=[ToolCallPart(CALL, {'group': group, 'tool': tool, 'arguments': req.arguments})])
+        return ModelResponse(parts=[TextPart(part.model_response_str()[:160])])
+
+
+def build_agent(model: Any, groups: dict[str, ToolProxyGroup[Any]], proxy: bool) -> Agent[None, str]:
+    if proxy:
+        return Agent(model, tools=[current_utc_time], capabilities=[ToolProxyCapability(groups=groups, config=ToolProxyConfig(max_results=SEARCH_LIMIT))])
+    return Agent(model, tools=[current_utc_time], toolsets=[g.source for g in groups.values()])  # type: ignore[misc]
+
+
+def make_groups() -> dict[str, ToolProxyGroup[Any]]:
+    groups = {name: ToolProxyGroup(source=ts, description=desc) for name, (ts, desc) in bfcl_toolsets().items()}
+    groups['notes'] = ToolProxyGroup(source=mcp_source(), description='Personal notes (add, list, read, delete) and weather forecasts, temperature conversion')
+    return groups
+
+
+async def direct_bytes() -> tuple[int, int]:
+    """Tool-definition bytes of one model request with every tool offered directly, and the tool count."""
+    seen: list[list[ToolDefinition]] = []
+
+    def once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(info.function_tools)
+        return ModelResponse(parts=[TextPart('ok')])
+
+    await build_agent(FunctionModel(once), make_groups(), proxy=False).run('hi')
+    return tool_bytes(seen[0]), len(seen[0])
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--requests', type=int, default=24, help='number of BFCL requests (default 24)')
+    parser.add_argument('--model', default=None, help='provider:name of a real model (its API key must be set)')
+    args = parser.parse_args()
+
+    reqs = requests(args.requests)
+    groups = make_groups()
+    total_tools = sum(len(ts.tools) for ts, _ in bfcl_toolsets().values())
+    print(f'{total_tools} BFCL tools in {len(groups) - 1} groups + MCP group "notes" (stdio) + 1 ungrouped tool\n')
+
+    scripted = ScriptedModel({r.prompt: r for r in reqs})
+    model: Any = args.model or FunctionModel(scripted)
+    agent = build_agent(model, groups, proxy=True)
+    found = top1 = 0
+    started = time.perf_counter()
+    async with agent:
+        for i, req in enumerate(reqs, 1):
+            result = await agent.run(req.prompt)
+            rank = scripted.ranks.get(req.prompt) if args.model is None else None
+            if req.group is None:
+                where = 'ungrouped (called directly)'
+            elif args.model is None:
+                where = f'rank {rank}' if rank else f'not in top {SEARCH_LIMIT}'
+                found += rank is not None
+                top1 += rank == 1
+            else:
+                where = 'real model'
+            call = next((p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_name in (CALL, req.tool)), None)
+            outcome = call.model_response_str()[:100] if call is not None else '(no call)'
+            prompt = req.prompt.replace('\n', ' ')
+            print(f'[{i:3d}] {req.group or "-"}/{req.tool}: {where}\n      request: {prompt[:100]}\n      result:  {outcome}')
+    elapsed = time.perf_counter() - started
+    grouped = sum(1 for r in reqs if r.group is not None)
+    direct, n_direct = await direct_bytes()
+    proxied = max(scripted.request_tool_bytes) if scripted.request_tool_bytes else 0
+    print('\nSummary')
+    if args.model is None:
+        print(f'  right tool found in top {SEARCH_LIMIT}: {found}/{grouped}; ranked first: {top1}/{grouped}')
+    print(f'  {len(reqs)} requests in {elapsed:.2f} s')
+    print(f'  tool-definition bytes per model request: proxy {proxied:,} B vs direct {direct:,} B ({n_direct} tools) = {100 * proxied / direct:.2f}%')
+
+
+if __name__ == '__main__':
+    asyncio.run(main())

@@ -1,0 +1,150 @@
+"""The call control: resolve `{group, tool, arguments}` against the current step and dispatch through `ToolManager`.
+
+Spec: "Execution, usage, and limitations" (one execution path, native accounting, retries, inline approval
+only, uncertain effects) and "Group a Toolset" (members stay registered under canonical names).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from contextvars import ContextVar
+from copy import copy
+from dataclasses import replace
+from typing import Any
+
+from pydantic_ai.exceptions import (
+    AgentRunError,
+    ApprovalRequired,
+    CallDeferred,
+    ModelRetry,
+    ToolFailed,
+    ToolFailedError,
+    ToolRetryError,
+    UserError,
+)
+from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+from pydantic_ai.tools import RunContext, ToolDenied
+
+from ._directory import Directory, Member
+from ._runtime import ProxyRuntime
+
+__all__ = ('run_call', 'dispatching')
+
+dispatching: ContextVar[str | None] = ContextVar('pydantic_ai_toolproxy.dispatching', default=None)
+"""Canonical name of the member the call control is dispatching in the current task, else None.
+
+The direct-call guard lets exactly that nested call through; a model's own direct call of a member
+(in another task, or with another name) is refused.
+"""
+
+ENVELOPE_HINT = 'Expected envelope: {"group": "<group>", "tool": "<local tool name>", "arguments": {...}}.'
+
+
+def _close_names(directory: Directory, group: str, tool: str) -> list[str]:
+    return difflib.get_close_matches(tool, directory.local_names(group), n=3, cutoff=0.5)
+
+
+def resolve_member(runtime: ProxyRuntime, directory: Directory, group: Any, tool: Any) -> Member:
+    """The current step's member for `(group, tool)`.
+
+    Raises:
+        ModelRetry: unknown group (lists the current groups) or unknown tool (at most 3 close names).
+    """
+    config = runtime.config
+    if not isinstance(group, str) or group not in directory.groups:
+        raise ModelRetry(
+            f'Unknown group {group!r}. Current groups: {", ".join(directory.groups) or "(none)"}. {ENVELOPE_HINT}'
+        )
+    if not isinstance(tool, str) or not tool:
+        raise ModelRetry(f'`tool` must be the local tool name returned by `{config.search_name}`. {ENVELOPE_HINT}')
+    member = directory.members.get(f'{group}__{tool}')
+    if member is None:
+        close = _close_names(directory, group, tool)
+        hint = f' Close names: {", ".join(close)}.' if close else ''
+        raise ModelRetry(
+            f'Group {group!r} has no tool {tool!r} in this step.{hint} '
+            f'Use `{config.search_name}` with group={group!r} to find the current tools, then call again.'
+        )
+    return member
+
+
+def normalize_arguments(arguments: Any) -> dict[str, Any]:
+    """`arguments` as a dict: an object, a JSON string of an object, or None (no arguments).
+
+    Raises:
+        ModelRetry: any other shape, describing the expected envelope.
+    """
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            raise ModelRetry(f'`arguments` must be a JSON object; the string given is not valid JSON. {ENVELOPE_HINT}')
+    if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
+        raise ModelRetry(
+            f'`arguments` must be an object matching the tool\'s parameters_json_schema, '
+            f'got {type(arguments).__name__}. {ENVELOPE_HINT}'
+        )
+    return arguments
+
+
+def _check_usage(ctx: RunContext[Any]) -> None:
+    limits = ctx.usage_limits
+    if limits is not None and limits.tool_calls_limit is not None:
+        projected = copy(ctx.usage)
+        # The envelope itself is counted once it returns; the target would be the next call after it.
+        projected.tool_calls += 2
+        limits.check_before_tool_call(projected)
+
+
+def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any]) -> ToolRetryError:
+    part = error.tool_retry
+    if isinstance(part, ToolReturnPart):
+        part = replace(part, tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id)
+    return ToolRetryError(part)
+
+
+async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool: Any, arguments: Any) -> Any:
+    """Run the target through `ctx.tool_manager.handle_call` and return its result.
+
+    Raises:
+        ModelRetry: bad envelope, unknown group/tool.
+        ToolRetryError: the target's validation error or `ModelRetry`, re-addressed to the envelope's call id.
+        ToolFailed: denial, unresolved approval/deferral, or an unexpected target failure (uncertain outcome).
+        UsageLimitExceeded: the target would exceed `UsageLimits.tool_calls_limit` (the target does not run).
+    """
+    directory = runtime.directory(ctx)
+    member = resolve_member(runtime, directory, group, tool)
+    args = normalize_arguments(arguments)
+    manager = ctx.tool_manager
+    if manager is None:  # pragma: no cover - controls only run inside a step
+        raise ToolFailed('No tool manager is available in this step.')
+    _check_usage(ctx)
+    call = ToolCallPart(tool_name=member.canonical, args=args, tool_call_id=f'{ctx.tool_call_id}>{member.canonical}')
+    token = dispatching.set(member.canonical)
+    try:
+        result = await manager.handle_call(call)
+    except ToolRetryError as e:
+        raise _as_envelope_retry(e, ctx) from None
+    except ToolFailedError as e:
+        raise ToolFailed(e.tool_failed.model_response_str(wrap_if_error=False)) from None
+    except (ApprovalRequired, CallDeferred):
+        raise ToolFailed(
+            f'Tool {member.local_name!r} in group {member.group!r} needs host interaction (approval or an external '
+            'result) that cannot be resolved inside this call, so it did not run. Ask the host to expose it directly.'
+        ) from None
+    except (AgentRunError, UserError, ModelRetry, ToolFailed):
+        raise
+    except Exception as e:
+        raise ToolFailed(
+            f'Tool {member.local_name!r} in group {member.group!r} failed unexpectedly ({type(e).__name__}: {e}). '
+            'Its outcome is uncertain: it may have had effects. Check the current state before retrying, '
+            'especially before repeating a change.'
+        ) from e
+    finally:
+        dispatching.reset(token)
+    if isinstance(result, ToolDenied):
+        raise ToolFailed(f'The call to {member.local_name!r} in group {member.group!r} was denied: {result.message}')
+    return result

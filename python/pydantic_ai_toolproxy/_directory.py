@@ -1,0 +1,147 @@
+"""The current step's grouped directory, read from `ctx.tool_manager.tools`, and the shared search index.
+
+Spec: "Instructions and dynamic parameters": search returns the current member schema after source
+preparation, so unavailable or superseded tools do not remain callable or findable through an old index.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.tools import RunContext, ToolDefinition
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from . import _core
+from ._members import SEPARATOR, GroupMemberToolset
+
+__all__ = ('Member', 'Directory', 'DirectoryCache', 'SearchIndexCache')
+
+
+@dataclass(frozen=True)
+class Member:
+    """One grouped tool as prepared for the current step."""
+
+    group: str
+    local_name: str
+    canonical: str
+    tool: ToolsetTool[Any]
+    toolset: GroupMemberToolset[Any]
+
+    @property
+    def tool_def(self) -> ToolDefinition:
+        return self.tool.tool_def
+
+
+@dataclass
+class Directory:
+    """The grouped members of one run step, in the order the `ToolManager` lists them.
+
+    `groups` keeps only groups with at least one surviving member, in the configured order.
+    """
+
+    members: dict[str, Member]
+    groups: list[str]
+    group_toolsets: dict[str, GroupMemberToolset[Any]] = field(default_factory=dict)
+
+    @classmethod
+    def from_tools(cls, tools: dict[str, ToolsetTool[Any]], owner: object, group_order: list[str]) -> Directory:
+        members: dict[str, Member] = {}
+        group_toolsets: dict[str, GroupMemberToolset[Any]] = {}
+        for name, tool in tools.items():
+            toolset = tool.toolset
+            if isinstance(toolset, GroupMemberToolset) and toolset.owner is owner:
+                group = toolset.group
+                local = name[len(group) + len(SEPARATOR) :]
+                members[name] = Member(group, local, name, tool, toolset)
+                group_toolsets.setdefault(group, toolset)
+        groups = [g for g in group_order if g in group_toolsets]
+        return cls(members=members, groups=groups, group_toolsets=group_toolsets)
+
+    def local_names(self, group: str) -> list[str]:
+        return [m.local_name for m in self.members.values() if m.group == group]
+
+
+class DirectoryCache:
+    """Computes a step's `Directory` once per `ToolManager` (the step's prepared tool set).
+
+    Holds at most `size` entries, keyed by the manager's identity and checked through a weak reference,
+    so a finished step's tools are not kept alive.
+    """
+
+    def __init__(self, owner: object, group_order: list[str], size: int = 64) -> None:
+        self._owner = owner
+        self._group_order = group_order
+        self._size = size
+        self._entries: dict[int, tuple[weakref.ref[Any], int, Directory]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, ctx: RunContext[Any]) -> Directory:
+        manager = ctx.tool_manager
+        tools = manager.tools if manager is not None else None
+        if manager is None or tools is None:
+            return Directory(members={}, groups=[])
+        key = id(manager)
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None and hit[0]() is manager and hit[1] == id(tools):
+                return hit[2]
+        directory = Directory.from_tools(tools, self._owner, self._group_order)
+        with self._lock:
+            if len(self._entries) >= self._size:
+                for dead in [k for k, (ref, _, _) in self._entries.items() if ref() is None] or list(self._entries)[:1]:
+                    del self._entries[dead]
+            self._entries[key] = (weakref.ref(manager), id(tools), directory)
+        return directory
+
+
+def _unchanged(old: ToolDefinition, new: ToolDefinition) -> bool:
+    # `replace()` copies of a ToolDefinition keep the same schema object, so identity answers most steps
+    # cheaply; a rebuilt but equal schema (a dynamic toolset re-creating its tools) compares by value.
+    if old.description != new.description:
+        return False
+    return old.parameters_json_schema is new.parameters_json_schema or old.parameters_json_schema == new.parameters_json_schema
+
+
+class SearchIndexCache:
+    """The documented cache that keeps one Rust `SearchIndex` across steps and runs.
+
+    Synced incrementally to each step's directory: unchanged tools are not re-indexed; changed tools are
+    upserted; vanished tools are removed. Sync and ranking happen under one lock with no await in
+    between, so a search always ranks exactly the current step's members.
+    """
+
+    def __init__(self) -> None:
+        self.index = _core.SearchIndex()
+        self._synced: dict[str, ToolDefinition] = {}
+        self._synced_directory: weakref.ref[Directory] | None = None
+        self.lock = threading.Lock()
+        self.builds = 0
+        """How many syncs changed the index (for tests and benchmarks)."""
+
+    def sync(self, directory: Directory) -> None:
+        """Bring the index to `directory`. Call with `lock` held."""
+        if self._synced_directory is not None and self._synced_directory() is directory:
+            return
+        synced = self._synced
+        upserts: list[tuple[str, str, str, str, object]] = []
+        new_synced: dict[str, ToolDefinition] = {}
+        for name, member in directory.members.items():
+            tool_def = member.tool_def
+            old = synced.get(name)
+            if old is None or not _unchanged(old, tool_def):
+                upserts.append(
+                    (name, member.group, member.local_name, tool_def.description or '', tool_def.parameters_json_schema)
+                )
+            new_synced[name] = tool_def
+        removed = [name for name in synced if name not in new_synced]
+        if removed:
+            self.index.remove(removed)
+        if upserts:
+            self.index.upsert(upserts)
+        if removed or upserts:
+            self.builds += 1
+        self._synced = new_synced
+        self._synced_directory = weakref.ref(directory)

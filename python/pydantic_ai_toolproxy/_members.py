@@ -1,0 +1,165 @@
+"""Member registration: a grouped source's tools, renamed to canonical names and withheld from the prompt.
+
+Spec: "Group a Toolset" (canonical names `{group}__{tool}`, metadata and toolset id unchanged) and
+"Instructions and dynamic parameters" (source toolset instructions are returned with discovered
+tools instead of filling every request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.messages import InstructionPart
+from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, AgentToolset, WrapperToolset
+from pydantic_ai.toolsets._dynamic import DynamicToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from . import _core
+
+__all__ = ('GroupMemberToolset', 'GroupSourceCapability', 'unsupported_member_reason')
+
+SEPARATOR: str = _core.CANONICAL_SEPARATOR
+
+
+def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
+    """Why a prepared tool cannot be a proxy target, or None when it can (spec: "Execution, usage, and limitations").
+
+    Supported: local function tools, including locally executed MCP tools and inline approval-gated tools.
+    Not supported: deferred-loading tools, provider-native tools and native fallbacks, external/client tools,
+    output tools.
+    """
+    if tool_def.defer_loading:
+        return 'it has defer_loading=True (proxy discovery and native deferred loading are distinct interfaces)'
+    if tool_def.kind == 'external':
+        return "it is an external (client-executed) tool, whose result is produced outside the run"
+    if tool_def.kind == 'output':
+        return 'it is an output tool'
+    if tool_def.unless_native is not None or tool_def.with_native is not None:
+        native = tool_def.unless_native or tool_def.with_native
+        return f'it is tied to the provider-native tool {native!r} (select native=False, local=True on its source)'
+    return None
+
+
+@dataclass
+class GroupMemberToolset(WrapperToolset[AgentDepsT]):
+    """Registers a group's tools under `{group}__{tool}` and withholds the source's instructions.
+
+    Each tool keeps its metadata, validator, retry budget and `toolset_id`; only the name changes.
+    `owner` is the identity token of the `ToolProxyCapability` that owns the group, so the controls can
+    tell their own members from any other tool in the current step's `ToolManager`.
+
+    Raises:
+        UserError: from `get_tools`, when a tool of the source cannot be a proxy target, naming group and tool.
+    """
+
+    group: str = ''
+    owner: object = None
+
+    @property
+    def id(self) -> str | None:
+        return self.wrapped.id
+
+    @property
+    def label(self) -> str:
+        return f'ToolProxy group {self.group!r} ({self.wrapped.label})'
+
+    @property
+    def tool_name_conflict_hint(self) -> str:
+        return (
+            f'Grouped tools are registered under their canonical name `{self.group}{SEPARATOR}<tool>`: '
+            'rename the other tool, rename the group, or prefix the source before grouping.'
+        )
+
+    async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        tools = await self.wrapped.get_tools(ctx)
+        prefix = self.group + SEPARATOR
+        result: dict[str, ToolsetTool[AgentDepsT]] = {}
+        for name, tool in tools.items():
+            tool_def = tool.tool_def
+            if (reason := unsupported_member_reason(tool_def)) is not None:
+                raise UserError(
+                    f'Tool {name!r} of ToolProxy group {self.group!r} cannot be grouped: {reason}. '
+                    'Leave that tool ungrouped (install its source directly) instead.'
+                )
+            toolset_id = tool_def.toolset_id
+            if toolset_id is None:
+                # The id the agent's CombinedToolset would have stamped had the source been installed directly.
+                toolset_id = getattr(tool.toolset, '_explicit_id', None)
+            canonical = prefix + name
+            result[canonical] = replace(
+                tool, toolset=self, tool_def=replace(tool_def, name=canonical, toolset_id=toolset_id)
+            )
+        return result
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
+    ) -> Any:
+        local = name.removeprefix(self.group + SEPARATOR)
+        ctx = replace(ctx, tool_name=local)
+        tool = replace(tool, tool_def=replace(tool.tool_def, name=local))
+        return await self.wrapped.call_tool(local, tool_args, ctx, tool)
+
+    async def get_instructions(
+        self, ctx: RunContext[AgentDepsT]
+    ) -> str | InstructionPart | Sequence[str | InstructionPart] | None:
+        """Withhold the source's instructions from the prompt; `source_instructions` returns them to search."""
+        return None
+
+    async def source_instructions(self, ctx: RunContext[AgentDepsT]) -> list[str]:
+        """The grouped source's own toolset instructions as a list of strings (static and dynamic)."""
+        raw = await self.wrapped.get_instructions(ctx)
+        if raw is None:
+            return []
+        items = [raw] if isinstance(raw, (str, InstructionPart)) else list(raw)
+        out: list[str] = []
+        for item in items:
+            text = item.content if isinstance(item, InstructionPart) else item
+            if isinstance(text, str) and text.strip():
+                out.append(text)
+        return out
+
+
+@dataclass
+class GroupSourceCapability(WrapperCapability[AgentDepsT]):
+    """Wraps one group's source capability so its toolset lands as group members.
+
+    Everything else (hooks, `for_agent`/`for_run` binding and replacement, capability-level instructions,
+    model settings, MCP lifecycle) stays the source's own, through `WrapperCapability` delegation. The
+    source's toolset is read only where Pydantic AI reads it (agent construction and per-run re-extraction),
+    never at definition time.
+    """
+
+    group: str = ''
+    owner: object = None
+
+    def get_toolset(self) -> AgentToolset[AgentDepsT] | None:
+        toolset = self.wrapped.get_toolset()
+        if toolset is None:
+            return None
+        if not isinstance(toolset, AbstractToolset):
+            toolset = DynamicToolset[AgentDepsT](toolset_func=toolset)
+        return GroupMemberToolset(wrapped=toolset, group=self.group, owner=self.owner)
+
+    def get_native_tools(self) -> Sequence[Any]:
+        native = self.wrapped.get_native_tools()
+        if native:
+            raise UserError(
+                f'The source of ToolProxy group {self.group!r} contributes provider-native tools '
+                f'({", ".join(type(t).__name__ for t in native)}), which cannot be proxy targets. '
+                'Select native=False, local=True on that source, or leave it ungrouped.'
+            )
+        return native
+
+
+def as_capability(source: AbstractToolset[Any] | AbstractCapability[Any]) -> AbstractCapability[Any]:
+    """A group source as a capability: toolsets are wrapped in Pydantic AI's own `Toolset` capability."""
+    if isinstance(source, AbstractCapability):
+        return source
+    from pydantic_ai.capabilities import Toolset
+
+    return Toolset(source)

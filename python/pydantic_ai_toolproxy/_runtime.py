@@ -1,0 +1,43 @@
+"""Shared state of one `ToolProxyCapability`: configuration, the directory cache and the search index cache.
+
+One runtime is created per `ToolProxyCapability(...)` and shared by every copy Pydantic AI makes of the
+capability (`for_agent`/`for_run` rebinds), so concurrent runs of one agent share one index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.tools import RunContext
+
+from ._directory import Directory, DirectoryCache, SearchIndexCache
+from .config import ToolProxyConfig
+
+__all__ = ('ProxyRuntime',)
+
+
+@dataclass(eq=False)
+class ProxyRuntime:
+    """Configuration and caches of one proxy surface; also the identity token its members carry."""
+
+    config: ToolProxyConfig
+    descriptions: Mapping[str, str]
+    group_order: list[str]
+    directories: DirectoryCache = field(init=False)
+    search_index: SearchIndexCache = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.directories = DirectoryCache(owner=self, group_order=self.group_order)
+        self.search_index = SearchIndexCache()
+
+    def directory(self, ctx: RunContext[Any]) -> Directory:
+        """The current step's grouped directory (computed once per step)."""
+        return self.directories.get(ctx)
+
+    def instructions_enabled(self, ctx: RunContext[Any]) -> bool:
+        """Guidance and source instructions are on unless the config or the run's deps turn them off."""
+        if not self.config.include_instructions:
+            return False
+        return getattr(ctx.deps, 'toolset_instructions', True) is not False

@@ -1,0 +1,185 @@
+"""`ToolProxyCapability`: group tool collections behind two control tools (spec: "Group a Toolset")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Any
+
+from pydantic_ai._instructions import AgentInstructions, normalize_instructions
+from pydantic_ai.capabilities import CombinedCapability, WrapperCapability
+from pydantic_ai.capabilities.abstract import RawToolArgs
+from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
+from pydantic_ai.toolsets import AgentToolset, CombinedToolset
+
+from . import _core
+from ._call import dispatching
+from ._controls import ControlToolset, advertised_controls
+from ._instructions import guidance
+from ._members import GroupSourceCapability, as_capability
+from ._runtime import ProxyRuntime
+from .config import ToolProxyConfig
+from .group import ToolProxyGroup
+
+__all__ = ('ToolProxyCapability',)
+
+
+@dataclass(init=False)
+class ToolProxyCapability(WrapperCapability[AgentDepsT]):
+    """Present grouped tool sources through two controls: search and call.
+
+    Use it when an agent has more tools than fit in every model request: hundreds to tens of thousands of
+    function or MCP tools. The model sees the ungrouped tools as before, plus `search_proxy_tools` (ranked,
+    byte-budgeted discovery of complete schemas) and `call_proxy_tool` (one `{group, tool, arguments}`
+    envelope). Every grouped tool stays registered in the `ToolManager` under its canonical name
+    `{group}__{tool}` and runs through Pydantic AI's own validation, hooks, retries, approvals and usage
+    accounting; only its presentation changes.
+
+    ```python
+    from pydantic_ai import Agent
+    from pydantic_ai.toolsets import FunctionToolset
+    from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+
+    proxy = ToolProxyCapability(
+        groups={'crm': ToolProxyGroup(source=FunctionToolset([customer_name]), description='Customer records')}
+    )
+    agent = Agent('openai:gpt-5', capabilities=[proxy])
+    ```
+
+    Args:
+        groups: Group name -> `ToolProxyGroup`. Consumed at construction: changing the mapping later does not
+            reconfigure an existing agent. Names match `^[A-Za-z][A-Za-z0-9_-]{0,31}$` and hold no `__`;
+            descriptions are non-blank and at most 512 characters. An empty mapping exposes no controls.
+        config: Control names and discovery limits; `ToolProxyConfig()` when omitted.
+
+    Raises:
+        ValueError: an invalid group name or description, naming the group.
+        TypeError: `groups` is not a mapping of str to `ToolProxyGroup`, or one source instance is used by two groups.
+        pydantic_ai.exceptions.UserError: at run preparation, for a member that cannot be proxied (deferred
+            loading, provider-native, external or output tool), or a name collision (two members with one
+            local name in a group, a canonical name equal to another tool's name, a control name equal to an
+            existing tool); the message names both sides.
+    """
+
+    groups: Mapping[str, ToolProxyGroup[AgentDepsT]]
+    config: ToolProxyConfig
+    _runtime: ProxyRuntime
+
+    def __init__(
+        self, groups: Mapping[str, ToolProxyGroup[AgentDepsT]], *, config: ToolProxyConfig | None = None
+    ) -> None:
+        if not isinstance(groups, Mapping):
+            raise TypeError(f'ToolProxyCapability(groups=...) must be a mapping of group name to ToolProxyGroup, got {groups!r}')
+        if config is None:
+            config = ToolProxyConfig()
+        elif not isinstance(config, ToolProxyConfig):
+            raise TypeError(f'ToolProxyCapability(config=...) must be a ToolProxyConfig, got {config!r}')
+        frozen: dict[str, ToolProxyGroup[AgentDepsT]] = {}
+        seen_sources: dict[int, str] = {}
+        for name, group in groups.items():
+            if not isinstance(name, str):
+                raise TypeError(f'ToolProxy group names must be str, got {name!r}')
+            _core.validate_group_name(name)
+            if not isinstance(group, ToolProxyGroup):
+                raise TypeError(f'ToolProxy group {name!r} must be a ToolProxyGroup, got {type(group).__name__}')
+            _core.validate_group_description(name, group.description)
+            if (other := seen_sources.get(id(group.source))) is not None:
+                raise TypeError(
+                    f'ToolProxy groups {other!r} and {name!r} use the same source instance; a source belongs to one '
+                    'group. Combine the groups, or construct the source twice with distinct tools.'
+                )
+            seen_sources[id(group.source)] = name
+            frozen[name] = group
+        runtime = ProxyRuntime(
+            config=config,
+            descriptions={name: g.description for name, g in frozen.items()},
+            group_order=list(frozen),
+        )
+        sources = [
+            GroupSourceCapability(wrapped=as_capability(g.source), group=name, owner=runtime) for name, g in frozen.items()
+        ]
+        self.groups = MappingProxyType(frozen)
+        self.config = config
+        self._runtime = runtime
+        self._controls = ControlToolset(runtime)
+        super().__init__(wrapped=CombinedCapability(sources))
+
+    def __repr__(self) -> str:
+        return f'ToolProxyCapability(groups={list(self.groups)!r}, config={self.config!r})'
+
+    @property
+    def index_builds(self) -> int:
+        """How many times the shared search index changed (incremental syncs), for tests and benchmarks."""
+        return self._runtime.search_index.builds
+
+    # --- contributions ---
+
+    def get_toolset(self) -> AgentToolset[AgentDepsT] | None:
+        if not self.groups:
+            return super().get_toolset()
+        members = super().get_toolset()
+        if members is None:
+            return self._controls
+        return CombinedToolset([members, self._controls])  # type: ignore[list-item]
+
+    def get_instructions(self) -> AgentInstructions[AgentDepsT] | None:
+        own = normalize_instructions(super().get_instructions())
+        if not self.groups:
+            return own or None
+        return [*own, self._guidance]
+
+    def _guidance(self, ctx: RunContext[AgentDepsT]) -> str | None:
+        runtime = self._runtime
+        if not runtime.instructions_enabled(ctx) or not runtime.directory(ctx).members:
+            return None
+        return guidance(runtime.config)
+
+    # --- hooks ---
+
+    async def before_model_request(
+        self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        request_context = await super().before_model_request(ctx, request_context)
+        if not self.groups:
+            return request_context
+        runtime = self._runtime
+        directory = runtime.directory(ctx)
+        params = request_context.model_request_parameters
+        config = runtime.config
+        manager_tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
+        search_def = call_def = None
+        kept: list[ToolDefinition] = []
+        for tool_def in params.function_tools:
+            name = tool_def.name
+            if name in directory.members:
+                continue
+            if name in (config.search_name, config.call_name):
+                tool = manager_tools.get(name)
+                if tool is not None and tool.toolset is self._controls:
+                    if name == config.search_name:
+                        search_def = tool_def
+                    else:
+                        call_def = tool_def
+                    continue
+            kept.append(tool_def)
+        if directory.groups and search_def is not None and call_def is not None:
+            kept.extend(advertised_controls(runtime, search_def, call_def, directory.groups))
+        request_context.model_request_parameters = replace(params, function_tools=kept)
+        return request_context
+
+    async def before_tool_validate(
+        self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: RawToolArgs
+    ) -> RawToolArgs:
+        if self.groups:
+            member = self._runtime.directory(ctx).members.get(call.tool_name)
+            if member is not None and dispatching.get() != call.tool_name:
+                name = self._runtime.config.call_name
+                raise ModelRetry(
+                    f'{call.tool_name!r} cannot be called directly. Call `{name}` with '
+                    f'{{"group": "{member.group}", "tool": "{member.local_name}", "arguments": {{...}}}} instead.'
+                )
+        return await super().before_tool_validate(ctx, call=call, tool_def=tool_def, args=args)

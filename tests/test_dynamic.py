@@ -1,0 +1,68 @@
+"""Stale tools and dynamic sources: a member that disappears is neither found nor callable (issue 2, point 6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import Script, page_of, returns
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import PrepareTools
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import FunctionToolset
+from tools_fixtures import CALLS, crm_toolset
+
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+
+SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+
+
+async def test_member_filtered_out_in_a_later_step_is_not_found_or_callable() -> None:
+    async def hide_after_first_step(ctx: RunContext[Any], tool_defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        if ctx.run_step > 1:
+            return [t for t in tool_defs if t.name != 'crm__customer_name']
+        return tool_defs
+
+    script = Script(
+        [
+            [(SEARCH, {'query': 'customer name'})],
+            [(SEARCH, {'query': 'customer name'})],
+            [(CALL, {'group': 'crm', 'tool': 'customer_name', 'arguments': {'customer_id': 42}})],
+            'done',
+        ]
+    )
+    proxy = ToolProxyCapability(groups={'crm': ToolProxyGroup(source=crm_toolset(), description='CRM')})
+    agent = Agent(script.model, capabilities=[proxy, PrepareTools(hide_after_first_step)], retries=3)
+    result = await agent.run('x')
+    parts = returns(result.all_messages())
+    first, second = (page_of(p) for p in parts if p.tool_name == SEARCH)
+    assert first['tools'][0]['tool'] == 'customer_name'
+    assert all(t['tool'] != 'customer_name' for t in second['tools'])
+    call = next(p for p in parts if p.tool_name == CALL)
+    assert call.outcome == 'retried' and 'no tool' in call.model_response_str(wrap_if_error=False)
+    assert CALLS == []
+
+
+async def test_dynamic_toolset_changes_between_steps_and_index_updates_incrementally() -> None:
+    def tools_for_step(ctx: RunContext[Any]) -> FunctionToolset[Any]:
+        def alpha_report() -> str:
+            """Produce the alpha report."""
+            return 'alpha'
+
+        def beta_report() -> str:
+            """Produce the beta report."""
+            return 'beta'
+
+        return FunctionToolset([alpha_report] if ctx.run_step <= 1 else [beta_report])
+
+    from pydantic_ai.toolsets._dynamic import DynamicToolset
+
+    dynamic = DynamicToolset(toolset_func=tools_for_step, per_run_step=True)
+    proxy = ToolProxyCapability(groups={'reports': ToolProxyGroup(source=dynamic, description='Reports')})
+    script = Script([[(SEARCH, {'query': 'report'})], [(SEARCH, {'query': 'report'})], [(SEARCH, {'query': 'report'})], 'done'])
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    pages = [page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH]
+    assert [t['tool'] for t in pages[0]['tools']] == ['alpha_report']
+    assert [t['tool'] for t in pages[1]['tools']] == ['beta_report']
+    assert [t['tool'] for t in pages[2]['tools']] == ['beta_report']
+    builds = proxy.index_builds
+    assert builds == 2, builds  # first build, one incremental change; the unchanged third step did not rebuild
