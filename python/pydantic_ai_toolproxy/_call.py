@@ -58,7 +58,7 @@ def resolve_member(runtime: ProxyRuntime, directory: Directory, group: Any, tool
         )
     if not isinstance(tool, str) or not tool:
         raise ModelRetry(f'`tool` must be the local tool name returned by `{config.search_name}`. {ENVELOPE_HINT}')
-    member = directory.members.get(f'{group}__{tool}')
+    member = directory.member(f'{group}__{tool}')
     if member is None:
         close = _close_names(directory, group, tool)
         hint = f' Close names: {", ".join(close)}.' if close else ''

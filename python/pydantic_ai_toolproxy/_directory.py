@@ -37,31 +37,51 @@ class Member:
 
 @dataclass
 class Directory:
-    """The grouped members of one run step, in the order the `ToolManager` lists them.
+    """The grouped members of one run step, keyed by canonical name, in the order the `ToolManager` lists them.
 
-    `groups` keeps only groups with at least one surviving member, in the configured order.
+    `tools` holds the members' prepared `ToolsetTool`s; `Member` views are made on demand, so building a
+    directory of 100,000 members is one pass over the step's tools. `groups` keeps only groups with at least
+    one surviving member, in the configured order.
     """
 
-    members: dict[str, Member]
+    tools: dict[str, ToolsetTool[Any]]
     groups: list[str]
     group_toolsets: dict[str, GroupMemberToolset[Any]] = field(default_factory=dict)
 
     @classmethod
     def from_tools(cls, tools: dict[str, ToolsetTool[Any]], owner: object, group_order: list[str]) -> Directory:
-        members: dict[str, Member] = {}
+        members: dict[str, ToolsetTool[Any]] = {}
         group_toolsets: dict[str, GroupMemberToolset[Any]] = {}
+        last: object = None
         for name, tool in tools.items():
             toolset = tool.toolset
-            if isinstance(toolset, GroupMemberToolset) and toolset.owner is owner:
-                group = toolset.group
-                local = name[len(group) + len(SEPARATOR) :]
-                members[name] = Member(group, local, name, tool, toolset)
-                group_toolsets.setdefault(group, toolset)
+            if toolset is last:
+                members[name] = tool
+            elif isinstance(toolset, GroupMemberToolset) and toolset.owner is owner:
+                members[name] = tool
+                group_toolsets.setdefault(toolset.group, toolset)
+                last = toolset
         groups = [g for g in group_order if g in group_toolsets]
-        return cls(members=members, groups=groups, group_toolsets=group_toolsets)
+        return cls(tools=members, groups=groups, group_toolsets=group_toolsets)
+
+    def __contains__(self, canonical: str) -> bool:
+        return canonical in self.tools
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def member(self, canonical: str) -> Member | None:
+        """The member registered as `canonical` in this step, or None."""
+        tool = self.tools.get(canonical)
+        if tool is None:
+            return None
+        toolset: GroupMemberToolset[Any] = tool.toolset  # type: ignore[assignment]
+        group = toolset.group
+        return Member(group, canonical[len(group) + len(SEPARATOR) :], canonical, tool, toolset)
 
     def local_names(self, group: str) -> list[str]:
-        return [m.local_name for m in self.members.values() if m.group == group]
+        prefix = group + SEPARATOR
+        return [name[len(prefix) :] for name in self.tools if name.startswith(prefix)]
 
 
 class DirectoryCache:
@@ -82,7 +102,7 @@ class DirectoryCache:
         manager = ctx.tool_manager
         tools = manager.tools if manager is not None else None
         if manager is None or tools is None:
-            return Directory(members={}, groups=[])
+            return Directory(tools={}, groups=[])
         key = id(manager)
         with self._lock:
             hit = self._entries.get(key)
@@ -128,13 +148,13 @@ class SearchIndexCache:
         synced = self._synced
         upserts: list[tuple[str, str, str, str, object]] = []
         new_synced: dict[str, ToolDefinition] = {}
-        for name, member in directory.members.items():
-            tool_def = member.tool_def
+        for name, tool in directory.tools.items():
+            tool_def = tool.tool_def
             old = synced.get(name)
             if old is None or not _unchanged(old, tool_def):
-                upserts.append(
-                    (name, member.group, member.local_name, tool_def.description or '', tool_def.parameters_json_schema)
-                )
+                group: str = tool.toolset.group  # type: ignore[attr-defined]
+                local = name[len(group) + len(SEPARATOR) :]
+                upserts.append((name, group, local, tool_def.description or '', tool_def.parameters_json_schema))
             new_synced[name] = tool_def
         removed = [name for name in synced if name not in new_synced]
         if removed:

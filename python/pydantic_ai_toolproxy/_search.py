@@ -80,7 +80,8 @@ async def run_search(
     instructions: dict[str, list[str]] = {}
     entries: list[dict[str, Any]] = []
     for key in keys:
-        member = directory.members[key]
+        member = directory.member(key)
+        assert member is not None  # ranked under the same lock that synced the index to this directory
         if member.group not in instructions:
             instructions[member.group] = await member.toolset.source_instructions(ctx) if include else []
         entries.append(entry_for(member, instructions[member.group]))

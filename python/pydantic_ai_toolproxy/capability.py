@@ -134,7 +134,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
 
     def _guidance(self, ctx: RunContext[AgentDepsT]) -> str | None:
         runtime = self._runtime
-        if not runtime.instructions_enabled(ctx) or not runtime.directory(ctx).members:
+        if not runtime.instructions_enabled(ctx) or not runtime.directory(ctx):
             return None
         return guidance(runtime.config)
 
@@ -155,7 +155,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         kept: list[ToolDefinition] = []
         for tool_def in params.function_tools:
             name = tool_def.name
-            if name in directory.members:
+            if name in directory:
                 continue
             if name in (config.search_name, config.call_name):
                 tool = manager_tools.get(name)
@@ -175,7 +175,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: RawToolArgs
     ) -> RawToolArgs:
         if self.groups:
-            member = self._runtime.directory(ctx).members.get(call.tool_name)
+            member = self._runtime.directory(ctx).member(call.tool_name)
             if member is not None and dispatching.get() != call.tool_name:
                 name = self._runtime.config.call_name
                 raise ModelRetry(
