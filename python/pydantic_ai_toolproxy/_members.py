@@ -20,6 +20,7 @@ from pydantic_ai.toolsets._dynamic import DynamicToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
+from ._codeact import harness_run, member_tool, source_tool
 
 __all__ = ('GroupMemberToolset', 'GroupSourceCapability', 'unsupported_member_reason')
 
@@ -85,6 +86,17 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         return self.wrapped.id
 
     @property
+    def _explicit_id(self) -> str | None:
+        # Members already carry their source's `toolset_id` (see `get_tools`); a member whose source chose no
+        # id must keep `None`, so the agent's `CombinedToolset` must not stamp one from this wrapper.
+        return None
+
+    @property
+    def description(self) -> str:
+        """The group's description, as configured on the owning proxy."""
+        return getattr(self.owner, 'descriptions', {}).get(self.group, '')
+
+    @property
     def label(self) -> str:
         return f'ToolProxy group {self.group!r} ({self.wrapped.label})'
 
@@ -97,8 +109,11 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         tools = await self.wrapped.get_tools(ctx)
+        harness = harness_run(ctx)
         prefix = self.group + SEPARATOR
         result: dict[str, ToolsetTool[AgentDepsT]] = {}
+        last_toolset: object = None
+        last_id: str | None = None
         for name, tool in tools.items():
             tool_def = tool.tool_def
             if (reason := unsupported_member_reason(tool_def)) is not None:
@@ -109,11 +124,16 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
             toolset_id = tool_def.toolset_id
             if toolset_id is None:
                 # The id the agent's CombinedToolset would have stamped had the source been installed directly.
-                toolset_id = getattr(tool.toolset, '_explicit_id', None)
+                if tool.toolset is not last_toolset:
+                    last_toolset = tool.toolset
+                    last_id = getattr(last_toolset, '_explicit_id', None)
+                toolset_id = last_id
             canonical = prefix + name
             result[canonical] = _copy_with(
                 tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id)
             )
+            if harness is not None:
+                result[canonical] = member_tool(harness, tool, result[canonical], name, self.group, self.description)
         return result
 
     async def call_tool(
@@ -121,6 +141,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     ) -> Any:
         local = name.removeprefix(self.group + SEPARATOR)
         ctx = replace(ctx, tool_name=local)
+        source = source_tool(tool)
+        if source is not None:
+            return await self.wrapped.call_tool(local, tool_args, ctx, source)
         tool = replace(tool, tool_def=replace(tool.tool_def, name=local))
         return await self.wrapped.call_tool(local, tool_args, ctx, tool)
 
@@ -174,12 +197,3 @@ class GroupSourceCapability(WrapperCapability[AgentDepsT]):
                 'Select native=False, local=True on that source, or leave it ungrouped.'
             )
         return native
-
-
-def as_capability(source: AbstractToolset[Any] | AbstractCapability[Any]) -> AbstractCapability[Any]:
-    """A group source as a capability: toolsets are wrapped in Pydantic AI's own `Toolset` capability."""
-    if isinstance(source, AbstractCapability):
-        return source
-    from pydantic_ai.capabilities import Toolset
-
-    return Toolset(source)

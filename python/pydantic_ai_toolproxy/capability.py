@@ -8,20 +8,22 @@ from types import MappingProxyType
 from typing import Any
 
 from pydantic_ai._instructions import AgentInstructions, normalize_instructions
-from pydantic_ai.capabilities import CombinedCapability, WrapperCapability
+from pydantic_ai.capabilities import AbstractCapability, CombinedCapability, WrapperCapability
 from pydantic_ai.capabilities.abstract import RawToolArgs
 from pydantic_ai.exceptions import ModelRetry
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
-from pydantic_ai.toolsets import AgentToolset, CombinedToolset
+from pydantic_ai.toolsets import AbstractToolset, AgentToolset
+from pydantic_ai.toolsets._dynamic import DynamicToolset
 
 from . import _core
 from ._call import dispatching
 from ._controls import ControlToolset, advertised_controls
 from ._instructions import guidance
-from ._members import GroupSourceCapability, as_capability
+from ._members import GroupMemberToolset, GroupSourceCapability
 from ._runtime import ProxyRuntime
+from ._surface import ProxySurfaceToolset
 from .config import ToolProxyConfig
 from .group import ToolProxyGroup
 
@@ -57,7 +59,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         config: Control names and discovery limits; `ToolProxyConfig()` when omitted.
 
     Raises:
-        ValueError: an invalid group name or description, naming the group.
+        ValueError: an invalid group name or description, naming the group, or a source capability with
+            `defer_loading=True`.
         TypeError: `groups` is not a mapping of str to `ToolProxyGroup`, or one source instance is used by two groups.
         pydantic_ai.exceptions.UserError: at run preparation, for a member that cannot be proxied (deferred
             loading, provider-native, external or output tool), or a name collision (two members with one
@@ -87,6 +90,12 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             if not isinstance(group, ToolProxyGroup):
                 raise TypeError(f'ToolProxy group {name!r} must be a ToolProxyGroup, got {type(group).__name__}')
             _core.validate_group_description(name, group.description)
+            if getattr(group.source, 'defer_loading', False) is True:
+                raise ValueError(
+                    f'The source of ToolProxy group {name!r} ({type(group.source).__name__}) has defer_loading=True; proxy '
+                    'discovery and native deferred loading are distinct interfaces. Remove defer_loading=True from the '
+                    'source to group it, or install it directly (ungrouped) to keep deferred loading.'
+                )
             if (other := seen_sources.get(id(group.source))) is not None:
                 raise TypeError(
                     f'ToolProxy groups {other!r} and {name!r} use the same source instance; a source belongs to one '
@@ -99,14 +108,23 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             descriptions={name: g.description for name, g in frozen.items()},
             group_order=list(frozen),
         )
-        sources = [
-            GroupSourceCapability(wrapped=as_capability(g.source), group=name, owner=runtime) for name, g in frozen.items()
+        # Capability sources keep their native binding and hooks through `GroupSourceCapability`; toolset sources
+        # are wrapped directly, which spares every member one capability-ownership layer per step.
+        capability_sources = [
+            GroupSourceCapability(wrapped=g.source, group=name, owner=runtime)
+            for name, g in frozen.items()
+            if isinstance(g.source, AbstractCapability)
+        ]
+        self._member_toolsets = [
+            GroupMemberToolset(wrapped=g.source, group=name, owner=runtime)
+            for name, g in frozen.items()
+            if not isinstance(g.source, AbstractCapability)
         ]
         self.groups = MappingProxyType(frozen)
         self.config = config
         self._runtime = runtime
         self._controls = ControlToolset(runtime)
-        super().__init__(wrapped=CombinedCapability(sources))
+        super().__init__(wrapped=CombinedCapability(capability_sources))
 
     def __repr__(self) -> str:
         return f'ToolProxyCapability(groups={list(self.groups)!r}, config={self.config!r})'
@@ -121,10 +139,13 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
     def get_toolset(self) -> AgentToolset[AgentDepsT] | None:
         if not self.groups:
             return super().get_toolset()
-        members = super().get_toolset()
-        if members is None:
-            return self._controls
-        return CombinedToolset([members, self._controls])  # type: ignore[list-item]
+        from_capabilities = super().get_toolset()
+        toolsets: list[AbstractToolset[AgentDepsT]] = [*self._member_toolsets, self._controls]
+        if from_capabilities is not None:
+            if not isinstance(from_capabilities, AbstractToolset):
+                from_capabilities = DynamicToolset[AgentDepsT](toolset_func=from_capabilities)
+            toolsets.append(from_capabilities)
+        return ProxySurfaceToolset(toolsets)
 
     def get_instructions(self) -> AgentInstructions[AgentDepsT] | None:
         own = normalize_instructions(super().get_instructions())
@@ -176,10 +197,25 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
     ) -> RawToolArgs:
         if self.groups:
             member = self._runtime.directory(ctx).member(call.tool_name)
-            if member is not None and dispatching.get() != call.tool_name:
+            if member is not None and dispatching.get() != call.tool_name and _called_by_model(ctx, call):
                 name = self._runtime.config.call_name
                 raise ModelRetry(
                     f'{call.tool_name!r} cannot be called directly. Call `{name}` with '
                     f'{{"group": "{member.group}", "tool": "{member.local_name}", "arguments": {{...}}}} instead.'
                 )
         return await super().before_tool_validate(ctx, call=call, tool_def=tool_def, args=args)
+
+
+def _called_by_model(ctx: RunContext[Any], call: ToolCallPart) -> bool:
+    """Whether `call` is one of the model's own calls in the latest response (not a nested dispatch).
+
+    Nested dispatches of a member (this proxy's call control, or a13n-harness CodeAct resolving a call
+    envelope to its target) carry call ids the model never produced.
+    """
+    for message in reversed(ctx.messages):
+        if isinstance(message, ModelResponse):
+            return any(
+                isinstance(part, ToolCallPart) and part.tool_call_id == call.tool_call_id and part.tool_name == call.tool_name
+                for part in message.parts
+            )
+    return False

@@ -1,0 +1,445 @@
+"""Speed, memory and context benchmark of pydantic-ai-toolproxy against the reference implementations (issue 4).
+
+Everything is measured in this one process run, on corpora of 1,000 / 10,000 / 100,000 tools made from the
+real BFCL function schemas (replicated with name suffixes past their 1,853), with 50 keyword queries and 50
+natural-language BFCL questions:
+
+- toolproxy: the Rust core (`_core.SearchIndex` ranking + `_core.plan_page` for the first page of 5), the whole
+  `search_proxy_tools` call inside a real agent step, index build and incremental update, per-step overhead
+  against Pydantic AI's own per-step tool preparation, index memory, GIL release, request bytes;
+- a13n-harness 0.21 ToolSearch ranking (`a13n_harness.toolsets.tool_search._search_matches`, which rebuilds
+  its directory and re-tokenizes every definition per search);
+- Pydantic AI's local tool-search fallback (`pydantic_ai.toolsets._tool_search.keywords_search_fn`);
+- bm25s (BM25 over name + description + parameter names).
+
+Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-setup`). Prints Markdown tables
+of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
+Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip agent per-step timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / 'examples'))
+
+from bfcl_tools import BfclFunction, load_bfcl_functions, load_bfcl_questions  # noqa: E402
+from pydantic_ai import Agent  # noqa: E402
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai.tools import Tool, ToolDefinition  # noqa: E402
+from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
+
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core  # noqa: E402
+from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
+
+SEARCH = 'search_proxy_tools'
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+@dataclass(frozen=True)
+class Fn:
+    name: str
+    group: str
+    description: str
+    parameters: dict[str, Any]
+
+
+def corpus(n: int, base: Sequence[BfclFunction]) -> list[Fn]:
+    """`n` tools: the BFCL functions, then replicas named `{name}_r{k}` (same schema and description)."""
+    out: list[Fn] = []
+    k = 0
+    while len(out) < n:
+        for f in base:
+            if len(out) >= n:
+                break
+            suffix = '' if k == 0 else f'_r{k}'
+            out.append(Fn(f.name[: 64 - len(suffix)] + suffix, f.domain, f.description, f.parameters))
+        k += 1
+    return out
+
+
+def keyword_queries(base: Sequence[BfclFunction], n: int = 50) -> list[str]:
+    """Short keyword queries: the words of evenly spaced BFCL function names (e.g. 'math factorial')."""
+    step = max(1, len(base) // n)
+    return [' '.join(base[i].name.replace('_', ' ').split()[:3]) for i in range(0, step * n, step)][:n]
+
+
+def nl_questions(n: int = 50) -> list[str]:
+    qs = load_bfcl_questions()
+    step = max(1, len(qs) // n)
+    return [q.question for q in qs[::step][:n]]
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def timed(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter_ns()
+    fn()
+    return (time.perf_counter_ns() - t) / 1e6
+
+
+def stats(samples: Sequence[float]) -> tuple[float, float]:
+    """(median, p95) in milliseconds."""
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return statistics.median(ordered), p95
+
+
+def per_query(fn: Callable[[str], Any], queries: Sequence[str], repeat: int = 1) -> tuple[float, float]:
+    gc.collect()
+    gc.disable()
+    try:
+        samples = [timed(lambda q=q: fn(q)) for _ in range(repeat) for q in queries]
+    finally:
+        gc.enable()
+    return stats(samples)
+
+
+def rss_bytes() -> int:
+    with open('/proc/self/statm') as f:
+        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+
+
+def fmt(ms: float) -> str:
+    return f'{ms * 1000:.0f} µs' if ms < 1 else f'{ms:.2f} ms' if ms < 1000 else f'{ms / 1000:.2f} s'
+
+
+# --------------------------------------------------------------------------- implementations
+
+
+def records(fns: Sequence[Fn]) -> list[tuple[str, str, str, str, object]]:
+    return [(f'{f.group}__{f.name}', f.group, f.name, f.description, f.parameters) for f in fns]
+
+
+class CoreSearch:
+    """The Rust core: ranking plus planning of the first page of 5 (entry sizes measured lazily and cached)."""
+
+    def __init__(self, fns: Sequence[Fn]) -> None:
+        self.index = _core.SearchIndex()
+        self.by_key = {f'{f.group}__{f.name}': f for f in fns}
+        t = time.perf_counter()
+        self.index.upsert(records(fns))
+        self.build_s = time.perf_counter() - t
+        self._sizes: dict[str, int] = {}
+
+    def size(self, key: str) -> int:
+        size = self._sizes.get(key)
+        if size is None:
+            f = self.by_key[key]
+            entry = {'group': f.group, 'tool': f.name, 'description': f.description, 'parameters_json_schema': f.parameters,
+                     'return_schema': None, 'instructions': [], 'codeact_eligible': False}
+            size = self._sizes[key] = entry_size(entry)
+        return size
+
+    def warm(self, queries: Sequence[str]) -> None:
+        for q in queries:
+            for key in self.index.search(q, None, 0, 5)[1]:
+                self.size(key)
+
+    def __call__(self, query: str) -> Any:
+        total, keys = self.index.search(query, None, 0, 5)
+        return _core.plan_page([self._sizes[k] for k in keys], total, 0, 32_768)
+
+
+def a13n_reference(fns: Sequence[Fn]) -> Callable[[str], Any] | None:
+    try:
+        from a13n_harness.toolsets.tool_search import _search_matches  # pyright: ignore[reportPrivateUsage]
+        from a13n_harness.tools.tool_search import (
+            PROXY_MEMBERSHIP_KEY,
+            ToolSearchMembership,
+            grouped_tool_name,
+            proxy_directory,
+        )
+    except ImportError:
+        return None
+    from pydantic_ai.toolsets.abstract import ToolsetTool
+
+    holder = FunctionToolset[Any]()
+    tools: dict[str, Any] = {}
+    fields = set(ToolSearchMembership.__dataclass_fields__) if hasattr(ToolSearchMembership, '__dataclass_fields__') else set()
+    for f in fns:
+        kwargs: dict[str, Any] = {'group': f.group, 'tool': f.name}
+        if 'description' in fields:
+            kwargs['description'] = f'{f.group} tools'
+        for extra in fields - {'group', 'tool', 'description'}:
+            kwargs.setdefault(extra, None)
+        name = grouped_tool_name(f.group, f.name)
+        tool_def = ToolDefinition(name=name, description=f.description, parameters_json_schema=f.parameters,
+                                  metadata={PROXY_MEMBERSHIP_KEY: ToolSearchMembership(**kwargs)})
+        tools[name] = ToolsetTool(toolset=holder, tool_def=tool_def, max_retries=1, args_validator=None)  # type: ignore[arg-type]
+
+    def search(query: str) -> Any:
+        return _search_matches(tools, proxy_directory(tools), query, None)[0][:10]
+
+    return search
+
+
+def pydantic_ai_reference(fns: Sequence[Fn]) -> Callable[[str], Any]:
+    from pydantic_ai.toolsets._tool_search import keywords_search_fn
+
+    defs = [ToolDefinition(name=f'{f.group}__{f.name}', description=f.description, parameters_json_schema=f.parameters) for f in fns]
+
+    def search(query: str) -> Any:
+        return keywords_search_fn(None, [query], defs)[:10]  # type: ignore[arg-type]
+
+    return search
+
+
+def bm25s_reference(fns: Sequence[Fn]) -> tuple[Callable[[str], Any], float] | None:
+    try:
+        import bm25s
+    except ImportError:
+        return None
+    texts = [f'{f.name.replace("_", " ")} {f.description} {" ".join(f.parameters.get("properties", {}) or {})}' for f in fns]
+    t = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
+    build = time.perf_counter() - t
+
+    def search(query: str) -> Any:
+        return retriever.retrieve(bm25s.tokenize([query], show_progress=False), k=10, show_progress=False)
+
+    return search, build
+
+
+# --------------------------------------------------------------------------- agent-level measurements
+
+
+async def _echo(**kwargs: Any) -> str:
+    return 'ok'
+
+
+def toolsets(fns: Sequence[Fn]) -> dict[str, FunctionToolset[Any]]:
+    by_group: dict[str, list[Tool[Any]]] = {}
+    for f in fns:
+        by_group.setdefault(f.group, []).append(Tool.from_schema(_echo, name=f.name, description=f.description, json_schema=f.parameters))
+    return {g: FunctionToolset(ts) for g, ts in by_group.items()}
+
+
+def proxy_for(sets: dict[str, FunctionToolset[Any]]) -> ToolProxyCapability[Any]:
+    return ToolProxyCapability(groups={g: ToolProxyGroup(source=ts, description=f'{g} tools') for g, ts in sets.items()},
+                               config=ToolProxyConfig(max_results=10))
+
+
+def tool_bytes(defs: Sequence[ToolDefinition]) -> int:
+    return sum(len(json.dumps({'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
+                              separators=(',', ':'), ensure_ascii=False).encode()) for d in defs)
+
+
+def noop() -> str:
+    """An ungrouped tool that does nothing (drives agent steps)."""
+    return 'ok'
+
+
+async def step_times(agents: Sequence[Agent[None, str]], steps: int, repeat: int) -> list[float]:
+    """Median CPU time of one agent step (a model request plus one trivial tool call) per agent, in ms.
+
+    Process CPU time rather than wall time: on a shared machine it measures the work done, not the waiting.
+    The agents run interleaved, so drift affects them alike.
+    """
+    samples: list[list[float]] = [[] for _ in agents]
+    for agent in agents:
+        await agent.run('warm up')  # the first run builds the proxy's index
+    for _ in range(repeat):
+        for i, agent in enumerate(agents):
+            gc.collect()
+            t = time.process_time()
+            await agent.run('go')
+            samples[i].append((time.process_time() - t) * 1000 / (steps + 1))
+    return [statistics.median(s) for s in samples]
+
+
+def stepping_model(steps: int, record: list[int] | None = None) -> FunctionModel:
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if record is not None:
+            record.append(tool_bytes(info.function_tools))
+        done = sum(1 for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart))
+        if done >= steps:
+            return ModelResponse(parts=[TextPart('done')])
+        return ModelResponse(parts=[ToolCallPart('noop', {})])
+
+    return FunctionModel(fn)
+
+
+async def search_call_times(sets: dict[str, FunctionToolset[Any]], queries: Sequence[str]) -> tuple[float, float, int]:
+    """Times of whole `search_proxy_tools` calls (Python in, finished page of 5 out) inside a real agent step."""
+    from pydantic_ai.capabilities import AbstractCapability
+
+    samples: list[float] = []
+
+    @dataclass
+    class Timer(AbstractCapability[Any]):
+        async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+            if call.tool_name != SEARCH:
+                return await handler(args)
+            t = time.perf_counter_ns()
+            result = await handler(args)
+            samples.append((time.perf_counter_ns() - t) / 1e6)
+            return result
+
+    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse(parts=[TextPart('done')])
+        return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': q}, tool_call_id=f'c{i}') for i, q in enumerate(queries)])
+
+    proxy = proxy_for(sets)
+    agent = Agent(FunctionModel(fn), capabilities=[proxy, Timer()])
+    from pydantic_ai.tool_manager import ToolManager
+
+    with ToolManager.parallel_execution_mode('sequential'):
+        await agent.run('warm up: builds the index')
+        samples.clear()
+        await agent.run('measured')
+    median, p95 = stats(samples)
+    return median, p95, proxy.index_builds
+
+
+# --------------------------------------------------------------------------- report
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ['| ' + ' | '.join(headers) + ' |', '|' + '|'.join(' --- ' if i == 0 else ' ---: ' for i in range(len(headers))) + '|']
+    lines += ['| ' + ' | '.join(r) + ' |' for r in rows]
+    return '\n'.join(lines)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--sizes', default='1000,10000,100000')
+    parser.add_argument('--quick', action='store_true', help='fewer repetitions')
+    parser.add_argument('--skip-steps', action='store_true', help='skip the agent per-step overhead measurement')
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(',')]
+    repeat = 1 if args.quick else 3
+
+    base = load_bfcl_functions()
+    kw = keyword_queries(base)
+    nl = nl_questions()
+    print(f'# pydantic-ai-toolproxy performance benchmark\n\nPython {sys.version.split()[0]}, '
+          f'{len(base)} BFCL functions replicated to {", ".join(f"{s:,}" for s in sizes)} tools; '
+          f'{len(kw)} keyword queries, {len(nl)} natural-language questions. Medians (p95) per query.\n', flush=True)
+
+    rank_rows: list[list[str]] = []
+    build_rows: list[list[str]] = []
+    call_rows: list[list[str]] = []
+    step_rows: list[list[str]] = []
+    bytes_rows: list[list[str]] = []
+    extra: list[str] = []
+    for n in sizes:
+        fns = corpus(n, base)
+        before = rss_bytes()
+        core = CoreSearch(fns)
+        index_rss = rss_bytes() - before
+        core.warm(kw + nl)
+        results: dict[str, dict[str, tuple[float, float]]] = {'toolproxy (Rust core)': {'kw': per_query(core, kw, repeat * 3), 'nl': per_query(core, nl, repeat * 3)}}
+        bm = bm25s_reference(fns)
+        if bm is not None:
+            results['bm25s'] = {'kw': per_query(bm[0], kw, repeat), 'nl': per_query(bm[0], nl, repeat)}
+        pa = pydantic_ai_reference(fns)
+        few_kw, few_nl = (kw, nl) if n <= 10_000 else (kw[:5], nl[:5])
+        results['Pydantic AI keyword fallback'] = {'kw': per_query(pa, few_kw), 'nl': per_query(pa, few_nl)}
+        a13n = a13n_reference(fns)
+        if a13n is not None:
+            results['a13n-harness 0.21 ToolSearch'] = {'kw': per_query(a13n, few_kw), 'nl': per_query(a13n, few_nl)}
+        ours = results['toolproxy (Rust core)']
+        for name, r in results.items():
+            ratio_kw = r['kw'][0] / ours['kw'][0]
+            ratio_nl = r['nl'][0] / ours['nl'][0]
+            rank_rows.append([f'{n:,}', name, f'{fmt(r["kw"][0])} ({fmt(r["kw"][1])})', f'{fmt(r["nl"][0])} ({fmt(r["nl"][1])})',
+                              f'{ratio_kw:,.1f}x' if name != 'toolproxy (Rust core)' else '1x',
+                              f'{ratio_nl:,.1f}x' if name != 'toolproxy (Rust core)' else '1x'])
+        # incremental update: one tool changed
+        changed = fns[len(fns) // 2]
+        key = f'{changed.group}__{changed.name}'
+        upd = [timed(lambda: core.index.upsert([(key, changed.group, changed.name, changed.description + f' v{i}', changed.parameters)])) for i in range(20)]
+        build_rows.append([f'{n:,}', fmt(core.build_s * 1000), fmt(statistics.median(upd)),
+                           f'{index_rss / n:,.0f} B' if index_rss > 0 else 'n/a',
+                           fmt(bm[1] * 1000) if bm is not None else 'n/a'])
+        print(f'- measured ranking and build at {n:,} tools', flush=True)
+        # threads: GIL released while ranking
+        if n == sizes[-1]:
+            def spin(results_: list[int], stop: float) -> None:
+                count = 0
+                while time.perf_counter() < stop:
+                    core.index.search(nl[count % len(nl)], None, 0, 5)
+                    count += 1
+                results_.append(count)
+            one: list[int] = []
+            spin(one, time.perf_counter() + 1.0)
+            two: list[int] = []
+            stop = time.perf_counter() + 1.0
+            threads = [threading.Thread(target=spin, args=(two, stop)) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            extra.append(f'GIL: at {n:,} tools, 1 thread ranked {one[0]:,} NL questions/s; 2 threads ranked {two[0]:,} + {two[1]:,} = '
+                         f'{sum(two):,}/s ({sum(two) / one[0]:.2f}x): both threads make progress while ranking.')
+        del core
+        sets = toolsets(fns)
+        med, p95, builds = await search_call_times(sets, kw[:25] + nl[:25])
+        call_rows.append([f'{n:,}', fmt(med), fmt(p95), str(builds)])
+        print(f'- measured search_proxy_tools calls at {n:,} tools', flush=True)
+        # request bytes: proxy vs direct (one request each)
+        recorded: list[int] = []
+        await Agent(stepping_model(0, recorded), tools=[noop], capabilities=[proxy_for(sets)]).run('x')
+        proxy_bytes = recorded[0]
+        recorded.clear()
+        await Agent(stepping_model(0, recorded), tools=[noop], toolsets=list(sets.values())).run('x')
+        direct_bytes = recorded[0]
+        bytes_rows.append([f'{n:,}', f'{proxy_bytes:,} B', f'{direct_bytes:,} B', f'{100 * proxy_bytes / direct_bytes:.3f}%'])
+        if not args.skip_steps:
+            from pydantic_ai.capabilities import Toolset as ToolsetCapability
+
+            steps = 3
+            d, c, p = await step_times(
+                [
+                    Agent(stepping_model(steps), tools=[noop], toolsets=list(sets.values())),
+                    Agent(stepping_model(steps), tools=[noop], capabilities=[ToolsetCapability(ts) for ts in sets.values()]),
+                    Agent(stepping_model(steps), tools=[noop], capabilities=[proxy_for(sets)]),
+                ],
+                steps,
+                repeat + 2,
+            )
+            step_rows.append([f'{n:,}', fmt(d), fmt(c), fmt(p), f'{100 * (p - d) / d:+.1f}%', f'{100 * (p - c) / c:+.1f}%'])
+            print(f'- measured agent steps at {n:,} tools', flush=True)
+        del sets
+
+    print('\n## Ranking plus first page, per query\n')
+    print(table(['tools', 'implementation', 'keyword query', 'natural-language question', 'ratio (kw)', 'ratio (NL)'], rank_rows))
+    print('\nRatios: reference median / toolproxy median (higher = toolproxy faster). At 100,000 tools the Pydantic AI and '
+          'a13n references run 5 queries of each kind.')
+    print('\n## Index build, incremental update, memory\n')
+    print(table(['tools', 'toolproxy build (from Python records)', 'one tool changed (upsert)', 'index RSS per tool', 'bm25s index build'], build_rows))
+    print('\n## Whole `search_proxy_tools` call inside an agent step (page of 5 complete entries)\n')
+    print(table(['tools', 'median', 'p95', 'index builds (2 runs)'], call_rows))
+    if step_rows:
+        print('\n## Per-step CPU time: Pydantic AI alone vs. the same tools grouped by ToolProxy\n')
+        print(table(['tools', 'toolsets= (direct)', 'capabilities=[Toolset(..)]', 'ToolProxy', 'vs toolsets=', 'vs capabilities='], step_rows))
+        print('\nA step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process.')
+    print('\n## Tool-definition bytes per model request\n')
+    print(table(['tools', 'through the proxy', 'every tool direct', 'proxy / direct'], bytes_rows))
+    print()
+    for line in extra:
+        print(line)
+
+
+if __name__ == '__main__':
+    asyncio.run(main())
