@@ -1,0 +1,63 @@
+"""One ToolProxyCapability shared by concurrent runs shares one search index (issue 4, point 5)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from conftest import Script, last_return, page_of, returns
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.tools import Tool
+from pydantic_ai.toolsets import FunctionToolset
+
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+
+SEARCH = 'search_proxy_tools'
+
+
+def widgets(n: int) -> FunctionToolset[Any]:
+    async def op(**kwargs: Any) -> str:
+        return 'ok'
+
+    return FunctionToolset(
+        [Tool.from_schema(op, name=f'widget_op_{i}', description=f'Operate widget number {i}', json_schema={'type': 'object'}) for i in range(n)]
+    )
+
+
+async def test_concurrent_runs_share_one_index_build() -> None:
+    proxy = ToolProxyCapability(groups={'w': ToolProxyGroup(source=widgets(500), description='Widgets')})
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': 'widget number 7'})])
+        return ModelResponse(parts=[TextPart('done')])
+
+    agent = Agent(FunctionModel(model), capabilities=[proxy])
+    results = await asyncio.gather(*(agent.run(f'run {i}') for i in range(100)))
+    pages = {last_return(r.all_messages(), SEARCH).model_response_str() for r in results}
+    assert len(pages) == 1  # every run got the byte-identical page
+    assert page_of(last_return(results[0].all_messages(), SEARCH))['tools'][0]['tool'] == 'widget_op_7'
+    assert proxy.index_builds == 1
+
+
+async def test_unchanged_steps_do_not_rebuild_and_one_change_updates_incrementally() -> None:
+    source = widgets(50)
+    proxy = ToolProxyCapability(groups={'w': ToolProxyGroup(source=source, description='Widgets')})
+    script = Script([[(SEARCH, {'query': 'widget'})], [(SEARCH, {'query': 'widget'})], 'done'])
+    agent = Agent(script.model, capabilities=[proxy])
+    await agent.run('x')
+    assert proxy.index_builds == 1
+
+    async def extra(**kwargs: Any) -> str:
+        return 'new'
+
+    source.add_tool(Tool.from_schema(extra, name='widget_calibrate', description='Calibrate a widget', json_schema={'type': 'object'}))
+    script.turns = [[(SEARCH, {'query': 'calibrate'})], [(SEARCH, {'query': ''})], 'done']
+    script._n = 0
+    result = await agent.run('x')
+    assert proxy.index_builds == 2  # one incremental update for the added tool, none for the unchanged second step
+    found, browse = (page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH)
+    assert found['tools'][0]['tool'] == 'widget_calibrate'
+    assert browse['total'] == 51
