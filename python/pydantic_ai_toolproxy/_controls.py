@@ -11,8 +11,10 @@ from typing import Any
 
 from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._call import run_call
+from ._codeact import CONTROLS_POLICY, ControlsPolicy, harness_run, mark_controls
 from ._instructions import call_description, group_summary, search_description
 from ._runtime import ProxyRuntime
 from ._search import run_search
@@ -49,6 +51,15 @@ class ControlToolset(FunctionToolset[Any]):
     @property
     def label(self) -> str:
         return f'ToolProxy controls ({self.runtime.config.search_name!r}, {self.runtime.config.call_name!r})'
+
+    @property
+    def codeact_policy(self) -> ControlsPolicy:
+        """a13n-harness CodeAct policy of the controls: both are callable from code (spec: "Use with CodeAct")."""
+        return CONTROLS_POLICY
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        # In an a13n-harness run, the call control is marked as a call envelope so CodeAct resolves it to the target.
+        return mark_controls(harness_run(ctx), await super().get_tools(ctx), self.runtime.config.call_name)
 
     @property
     def tool_name_conflict_hint(self) -> str:

@@ -9,16 +9,19 @@ from pydantic_ai.messages import tool_return_ta
 from pydantic_ai.tools import RunContext
 
 from . import _core
+from ._codeact import codeact_eligible
 from ._directory import Directory, Member
 from ._runtime import ProxyRuntime
 
 __all__ = ('run_search', 'entry_for')
 
 
-def entry_for(member: Member, instructions: list[str]) -> dict[str, Any]:
-    """One search result entry, keys in the documented order."""
+def entry_for(member: Member, instructions: list[str], codeact_eligible: bool = False) -> dict[str, Any]:
+    """One search result entry, keys in the documented order.
+
+    `codeact_eligible` is the target's own CodeAct policy (see `_codeact.codeact_eligible`); grouping grants none.
+    """
     tool_def = member.tool_def
-    metadata = tool_def.metadata or {}
     return {
         'group': member.group,
         'tool': member.local_name,
@@ -26,7 +29,7 @@ def entry_for(member: Member, instructions: list[str]) -> dict[str, Any]:
         'parameters_json_schema': tool_def.parameters_json_schema,
         'return_schema': tool_def.return_schema,
         'instructions': instructions,
-        'codeact_eligible': metadata.get('codeact_eligible') is True,
+        'codeact_eligible': codeact_eligible,
     }
 
 
@@ -84,7 +87,7 @@ async def run_search(
         assert member is not None  # ranked under the same lock that synced the index to this directory
         if member.group not in instructions:
             instructions[member.group] = await member.toolset.source_instructions(ctx) if include else []
-        entries.append(entry_for(member, instructions[member.group]))
+        entries.append(entry_for(member, instructions[member.group], codeact_eligible(ctx, key, member.tool)))
     sizes = [entry_size(e) for e in entries]
     try:
         count, next_offset, _size = _core.plan_page(sizes, total, offset, config.max_search_bytes)
