@@ -8,7 +8,7 @@ tools instead of filling every request).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
@@ -47,6 +47,26 @@ def _copy_with(obj: _T, **changes: Any) -> _T:
     return new
 
 
+def _bad_name(name: object) -> str | None:
+    """None for a usable member name, else the name as shown in the preparation error (repr, cut to 80 chars).
+
+    Usable: a non-empty `str` that encodes as UTF-8 (no lone surrogates: such a name can be neither indexed
+    under the same key nor sent to the model as JSON).
+    """
+    if type(name) is str and name and (name.isascii() or _encodes(name)):
+        return None
+    shown = repr(name)
+    return shown if len(shown) <= 80 else shown[:77] + '...'
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode('utf-8')
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
     """Why a prepared tool cannot be a proxy target, or None when it can (spec: "Execution, usage, and limitations").
 
@@ -80,6 +100,13 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
 
     group: str = ''
     owner: object = None
+    _renamed: dict[str, tuple[ToolsetTool[AgentDepsT], ToolsetTool[AgentDepsT]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    """Last step's `(source tool, member)` per source name: a source tool equal to last step's reuses its
+    member, so an unchanged source allocates nothing per tool per step (at 100,000 members the allocations,
+    and the garbage collections they trigger, are most of the wrapping cost). Replaced wholesale each call,
+    so it holds only the current tools."""
 
     @property
     def id(self) -> str | None:
@@ -114,8 +141,20 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         result: dict[str, ToolsetTool[AgentDepsT]] = {}
         last_toolset: object = None
         last_id: str | None = None
+        previous = self._renamed
+        renamed: dict[str, tuple[ToolsetTool[AgentDepsT], ToolsetTool[AgentDepsT]]] = {}
         for name, tool in tools.items():
+            if harness is None and (hit := previous.get(name)) is not None and (hit[0] is tool or hit[0] == tool):
+                result[prefix + name] = hit[1]
+                renamed[name] = hit
+                continue
             tool_def = tool.tool_def
+            if (problem := _bad_name(name)) is not None:
+                raise UserError(
+                    f'ToolProxy group {self.group!r}: its source listed a tool named {problem}, which cannot be '
+                    'called through the proxy. Tool names must be non-empty strings of valid Unicode text; fix or '
+                    'filter that tool in the source, or leave the source ungrouped.'
+                )
             if (reason := unsupported_member_reason(tool_def)) is not None:
                 raise UserError(
                     f'Tool {name!r} of ToolProxy group {self.group!r} cannot be grouped: {reason}. '
@@ -134,6 +173,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
             )
             if harness is not None:
                 result[canonical] = member_tool(harness, tool, result[canonical], name, self.group, self.description)
+            else:
+                renamed[name] = (tool, result[canonical])
+        self._renamed = renamed
         return result
 
     async def call_tool(
