@@ -122,3 +122,40 @@ def test_a_grouped_source_with_defer_loading_is_rejected_with_what_to_change(kb_
         ToolProxyCapability(groups={'knowledge': ToolProxyGroup(source=source, description='KB')})
     with pytest.raises(ValueError, match=r"'knowledge-server' with defer_loading=True.*Remove defer_loading=True"):
         ToolProxySelection(description='KB', capabilities=(source,))
+
+
+async def test_model_recovery_attempts_reuse_the_runs_upstream_mcp(kb_server: KnowledgeServer) -> None:
+    from a13n_harness import ModelRecoveryPolicy
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    kb_server.clear()
+    failed: list[bool] = []
+
+    def fail_once(messages: Any, info: Any) -> Any:
+        if not failed:
+            failed.append(True)
+            raise ModelHTTPError(503, 'scripted-model', 'temporarily unavailable')
+        return [(CALL, {'group': 'knowledge', 'tool': 'whoami', 'arguments': {}})]
+
+    headers = CountingHeaders()
+    model = StreamScript(
+        [
+            [(CALL, {'group': 'knowledge', 'tool': 'whoami', 'arguments': {}})],
+            fail_once,  # the provider fails once; the harness recovers the run with a new attempt
+            'done',
+        ]
+    )
+    proxy = ToolProxyCapability(groups={'knowledge': ToolProxyGroup(source=knowledge(kb_server.url, headers), description='KB')})
+    agent = HarnessBuilder().build(
+        AgentSpec(),
+        output_type=str,
+        model=model.model,
+        capabilities=(proxy,),
+        model_recovery=ModelRecoveryPolicy(enabled=True, backoff_initial_seconds=0),
+    )
+    result = await agent.run('x', bindings=bindings('t4'))
+    assert result.status == 'completed', result.failure
+    assert failed == [True]
+    calls = returns(result.all_messages(), CALL)
+    assert len(calls) == 2 and all(c.content == {'run': result.run_id, 'tenant': 't4'} for c in calls)
+    assert headers.resolved == [result.run_id]  # resolved once for the logical run, not per attempt
