@@ -53,6 +53,7 @@ class ControlsPolicy:
     """
 
     def allows(self, owner_local_name: str) -> bool:
+        """Always True: each control may be called from code; the targets keep their own policies."""
         return True
 
 
