@@ -1,0 +1,65 @@
+"""`toolproxy`: inspect, search and check a tool grouping before a model ever sees it.
+
+    toolproxy [sources] inspect [--full] [--json]
+    toolproxy [sources] search QUERY [--group G] [--limit N] [--offset K] [--json]
+    toolproxy [sources] check [--strict] [--json]
+
+Also `python -m pydantic_ai_toolproxy`. Every figure comes from a real `pydantic_ai.Agent` run over the
+sources under a real `ToolProxyCapability`, driven by a scripted `FunctionModel` (`_probe`), so what the
+CLI shows is what the model gets. Exit status: 0 ok; 1 something would fail at runtime (or the search
+was refused); 2 bad arguments or sources that cannot be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from ._args import build_parser, config_overrides
+from ._progress import Progress
+from ._render import Output, error
+from ._session import open_surface
+from ._sources import SourceError
+
+__all__ = ('main',)
+
+
+async def _run(ns: argparse.Namespace, out: Output) -> int:
+    from .cmd_check import run_check
+    from .cmd_inspect import run_inspect
+    from .cmd_search import run_search
+
+    with Progress() as progress:
+        async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress) as surface:
+            command = ns.command
+            if command == 'inspect':
+                return await run_inspect(surface, out, progress, full=ns.full)
+            if command == 'search':
+                return await run_search(
+                    surface, out, progress,
+                    query=ns.query, group=ns.search_group, limit=ns.limit, offset=ns.offset,
+                )
+            return await run_check(surface, out, progress, strict=ns.strict)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `toolproxy` command line with `argv` (default `sys.argv[1:]`) and return its exit status.
+
+    Status 2 (with a message on stderr) for bad arguments, a source that cannot be loaded or started, or
+    an invalid group or config value; otherwise the command's own status (see the module docstring).
+    """
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    out = Output(as_json=getattr(ns, 'json', False))
+    try:
+        return asyncio.run(_run(ns, out))
+    except SourceError as exc:
+        error(str(exc))
+        return 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,111 @@
+"""Command-line arguments: sources and proxy settings before the command, the command's own options after it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ._sources import SourceSpec
+
+__all__ = ('build_parser', 'config_overrides')
+
+DESCRIPTION = """\
+See what a model will see before it sees it: group tool sources behind the ToolProxy controls, then
+inspect the groups and the bytes per request, search as the model would, or check for everything that
+would fail at runtime (exit status 1, for CI)."""
+
+EPILOG = """\
+sources (before the command; --group/--description apply to the source just before them):
+  -s examples/demo_sources.py:bfcl_groups          a mapping of group name -> toolset
+  -s mypkg.tools:crm --group crm --description "Customer records"
+  -s mypkg.tools:status                            no --group: offered directly
+  --mcp-stdio "python examples/mcp_server.py" --group notes
+  --mcp-http https://mcp.example.com/mcp --group docs
+  --config toolproxy.toml                          the Host schema: tool_sources, presentation, group
+
+examples:
+  toolproxy --config examples/toolproxy.toml inspect
+  toolproxy --config examples/toolproxy.toml search "convert temperature" --group notes
+  toolproxy -s examples/bfcl_tools.py:bfcl_toolsets check --json
+
+exit status: 0 ok; 1 a problem that would fail at runtime (check), a refused search, or sources the
+proxy cannot prepare; 2 bad arguments or sources that cannot be loaded."""
+
+
+class _AddSource(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: Any, option: str | None = None) -> None:
+        specs: list[SourceSpec] = list(getattr(ns, 'sources', None) or [])
+        specs.append(SourceSpec(kind=self.const, target=value, origin=f'{option} {value!r}'))
+        ns.sources = specs
+
+
+class _OnLastSource(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: Any, option: str | None = None) -> None:
+        specs: list[SourceSpec] = getattr(ns, 'sources', None) or []
+        if not specs:
+            parser.error(f'{option} must follow a source (-s/--source, --mcp-stdio or --mcp-http)')
+        field = self.const
+        if getattr(specs[-1], field) is not None:
+            parser.error(f'{option} given twice for {specs[-1].origin}')
+        setattr(specs[-1], field, value)
+
+
+def _integer(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected an integer, got {text!r}') from None
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `toolproxy` parser: global source options, then `inspect`, `search` or `check`."""
+    parser = argparse.ArgumentParser(
+        prog='toolproxy', description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
+    src = parser.add_argument_group('sources')
+    src.add_argument('-s', '--source', action=_AddSource, const='module', metavar='MODULE:ATTR', dest='sources',
+                     help='a ToolProxyCapability, toolset, capability, mapping of group -> toolset, or a function returning one')
+    src.add_argument('--mcp-stdio', action=_AddSource, const='mcp-stdio', metavar='COMMAND', dest='sources',
+                     help='an MCP server started over stdio (a shell-quoted command line)')
+    src.add_argument('--mcp-http', action=_AddSource, const='mcp-http', metavar='URL', dest='sources',
+                     help='an MCP server over streamable HTTP')
+    src.add_argument('--group', action=_OnLastSource, const='group', metavar='NAME', dest='_group', default=argparse.SUPPRESS,
+                     help='put the source just before it into this group (without: the source is offered directly)')
+    src.add_argument('--description', action=_OnLastSource, const='description', metavar='TEXT', dest='_description',
+                     default=argparse.SUPPRESS, help='the description of that group, as the model reads it')
+    src.add_argument('--config', type=Path, metavar='FILE', help='a TOML or JSON file with [sources] and tool_sources (Host schema)')
+    cfg = parser.add_argument_group('proxy settings (ToolProxyConfig; override the config file)')
+    cfg.add_argument('--search-name', metavar='NAME')
+    cfg.add_argument('--call-name', metavar='NAME')
+    cfg.add_argument('--max-results', type=_integer, metavar='N')
+    cfg.add_argument('--max-search-bytes', type=_integer, metavar='BYTES')
+    parser.add_argument('--json', action='store_true', default=argparse.SUPPRESS, help='print JSON for machines')
+
+    commands = parser.add_subparsers(dest='command', metavar='COMMAND')
+    inspect = commands.add_parser('inspect', help='groups, tool counts, and the bytes the proxy adds to every request')
+    inspect.add_argument('--full', action='store_true', help='also print the control definitions and the instructions')
+    search = commands.add_parser('search', help='one search page exactly as the model gets it')
+    search.add_argument('query', help='keywords ("" browses)')
+    search.add_argument('--group', dest='search_group', metavar='G', help='search only this group')
+    search.add_argument('--limit', type=_integer, metavar='N', help='results per page (the model default when omitted)')
+    search.add_argument('--offset', type=_integer, metavar='K', help='a next_offset from an earlier page')
+    check = commands.add_parser('check', help='everything that would fail or misbehave at runtime (exit 1 on errors)')
+    check.add_argument('--strict', action='store_true', help='exit 1 on warnings too')
+    for sub in (inspect, search, check):
+        sub.add_argument('--json', action='store_true', default=argparse.SUPPRESS, help='print JSON for machines')
+    return parser
+
+
+def config_overrides(ns: argparse.Namespace) -> dict[str, Any]:
+    """`ToolProxyConfig` fields given on the command line (None = not given)."""
+    return {
+        'search_name': ns.search_name,
+        'call_name': ns.call_name,
+        'max_results': ns.max_results,
+        'max_search_bytes': ns.max_search_bytes,
+    }

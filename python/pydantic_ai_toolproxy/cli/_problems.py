@@ -1,0 +1,142 @@
+"""The problems `toolproxy check` reports, each with the tool it concerns and the fix.
+
+Errors would fail at runtime (the capability refuses to prepare, or a search fails); warnings misbehave
+(a tool search cannot rank well, or cannot find by its own name).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from .. import _core
+
+__all__ = ('Problem', 'oversized', 'parse_oversized', 'unsupported', 'blank_description', 'not_first', 'duplicate',
+           'canonical_collision', 'control_collision', 'preparation')
+
+Kind = Literal[
+    'oversized', 'unsupported', 'duplicate-name', 'name-collision', 'control-collision', 'preparation',
+    'blank-description', 'not-first',
+]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One finding.
+
+    Attributes:
+        severity: `error` (would fail at runtime) or `warning` (misbehaves).
+        kind: What is wrong (see `Kind`).
+        group: The group concerned, if any.
+        tool: The tool's local name (or a direct tool's name), if one tool is concerned.
+        message: What is wrong, with figures (sizes in bytes).
+        fix: What to change.
+        size: The search entry's size in bytes, for `oversized`.
+    """
+
+    severity: Literal['error', 'warning']
+    kind: Kind
+    group: str | None
+    tool: str | None
+    message: str
+    fix: str
+    size: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def where(self) -> str:
+        """`group/tool`, `group`, `tool` or `-`."""
+        if self.group and self.tool:
+            return f'{self.group}/{self.tool}'
+        return self.group or self.tool or '-'
+
+
+_QUOTED = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
+_OVERSIZED = re.compile(rf'tool (?P<tool>{_QUOTED}) in group (?P<group>{_QUOTED}) is (?P<size>\d+) bytes')
+
+
+def parse_oversized(message: str) -> tuple[str, str, int] | None:
+    """`(group, tool, entry bytes)` from the search control's failure for an entry that cannot fit a page."""
+    match = _OVERSIZED.search(message)
+    if match is None:
+        return None
+    return ast.literal_eval(match['group']), ast.literal_eval(match['tool']), int(match['size'])
+
+
+def oversized(group: str, tool: str, size: int, budget: int, members: int) -> Problem:
+    """`members` is the number of grouped tools: the largest `total` a search can report, which with the
+    largest `next_offset` makes the largest page frame; the budget that frame needs around the entry is the fix."""
+    total = max(members, 1)
+    try:
+        _, _, need = _core.plan_page([size], total, max(total - 2, 0), _core.MAX_SEARCH_BYTES)
+    except ValueError:
+        need = None
+    raise_budget = (
+        f', or raise max_search_bytes to at least {need:,}' if need is not None else
+        f' (it cannot fit even the largest budget, {_core.MAX_SEARCH_BYTES:,} bytes)'
+    )
+    return Problem(
+        'error', 'oversized', group, tool,
+        f'its search entry is {size:,} bytes; max_search_bytes is {budget:,}, so every search that reaches it fails',
+        f'expose it directly (leave it ungrouped) or shorten its description and parameter schema{raise_budget}',
+        size=size,
+    )
+
+
+def unsupported(group: str, tool: str, reason: str) -> Problem:
+    fix = (
+        'select native=False, local=True on its source, or leave the source ungrouped'
+        if 'provider-native' in reason
+        else 'leave it ungrouped: install it directly, and group the rest of its source (e.g. with `.filtered(...)`)'
+    )
+    return Problem('error', 'unsupported', group, tool, f'it cannot be a proxy target: {reason}', fix)
+
+
+def blank_description(group: str | None, tool: str) -> Problem:
+    return Problem(
+        'warning', 'blank-description', group, tool,
+        'it has no description, so search can only match its name and parameters and the model cannot tell what it does',
+        'give it a description (a docstring, `description=`, or the MCP tool description)',
+    )
+
+
+def not_first(group: str, tool: str, first: str | None, detail: str = '') -> Problem:
+    found = f'returns {first!r} first{detail}' if first is not None else 'returns nothing'
+    return Problem(
+        'warning', 'not-first', group, tool,
+        f'searching its own name in group {group!r} {found}',
+        'give the tools names that differ by more than letter case and punctuation, or split them into groups',
+    )
+
+
+def duplicate(group: str, tool: str, owners: list[str]) -> Problem:
+    return Problem(
+        'error', 'duplicate-name', group, tool,
+        f'{len(owners)} tools of the group share this local name: {", ".join(owners)}',
+        'rename all but one, or prefix a source before combining (`toolset.prefixed("...")`), or put them in different groups',
+    )
+
+
+def canonical_collision(group: str, tool: str, canonical: str) -> Problem:
+    return Problem(
+        'error', 'name-collision', group, tool,
+        f'its canonical name {canonical!r} is also the name of a direct tool',
+        f'rename the direct tool {canonical!r}, rename the group, or prefix the grouped source',
+    )
+
+
+def control_collision(name: str) -> Problem:
+    return Problem(
+        'error', 'control-collision', None, name,
+        f'a direct tool is named {name!r}, like a proxy control',
+        'rename that tool, or choose other control names: --search-name/--call-name, [discovery] in a config file, '
+        'or ToolProxyConfig(search_name=..., call_name=...)',
+    )
+
+
+def preparation(group: str | None, message: str) -> Problem:
+    return Problem('error', 'preparation', group, None, f'preparation fails: {message}', 'follow the advice in the message')

@@ -1,0 +1,65 @@
+"""Progress on stderr while sources load and probes run: a rich spinner per step on a terminal, silent otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import Progress as RichProgress
+from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+
+__all__ = ('Progress',)
+
+
+class Step:
+    """A running step; `done(text)` replaces its label with the outcome (e.g. `notes: 6 tools`)."""
+
+    def __init__(self, progress: RichProgress | None, task: int | None) -> None:
+        self._progress = progress
+        self._task = task
+
+    def done(self, text: str) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, description=f'[green]✓[/] {text}', completed=1)
+
+
+class Progress:
+    """Shows each step of loading and probing on stderr, when stderr is a terminal (as rich decides).
+
+    Nothing is written when stderr is piped or redirected, so logs and `--json` consumers see no noise.
+    """
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.enabled = self.console.is_terminal
+        self._progress: RichProgress | None = None
+
+    def __enter__(self) -> Progress:
+        if self.enabled:
+            self._progress = RichProgress(
+                SpinnerColumn(finished_text=' '),
+                TextColumn('{task.description}'),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+            self._progress = None
+
+    @contextmanager
+    def step(self, label: str) -> Iterator[Step]:
+        """A spinner labelled `label` until the block ends; stays on screen with its outcome until the command ends."""
+        progress = self._progress
+        task = progress.add_task(label, total=1) if progress is not None else None
+        step = Step(progress, task)
+        try:
+            yield step
+        finally:
+            if progress is not None and task is not None:
+                progress.update(task, completed=1)

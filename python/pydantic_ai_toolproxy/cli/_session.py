@@ -1,0 +1,63 @@
+"""Opening the sources for one command: load, group, and start MCP servers once for all probes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.toolsets import AbstractToolset
+
+from ._config import load_config
+from ._progress import Progress
+from ._sources import SourceError, SourceSpec, Surface, build_surface
+
+__all__ = ('open_surface',)
+
+
+def _mcp_toolsets(surface: Surface) -> list[tuple[str, Any]]:
+    module = sys.modules.get('pydantic_ai.mcp')
+    if module is None:  # nobody built an MCPToolset, so there is none (and its heavy import is skipped)
+        return []
+    MCPToolset = module.MCPToolset  # noqa: N806
+    found: list[tuple[str, Any]] = []
+    for origin, source in surface.all_sources():
+        if isinstance(source, AbstractToolset):
+            source.apply(lambda ts, origin=origin: found.append((origin, ts)) if isinstance(ts, MCPToolset) else None)
+    return found
+
+
+@asynccontextmanager
+async def open_surface(
+    specs: list[SourceSpec], config_file: Path | None, overrides: dict[str, Any], progress: Progress
+) -> AsyncIterator[Surface]:
+    """Load the config file's sources, then `specs`, into one `Surface`, with its MCP servers running.
+
+    Each MCP toolset is entered once here (and its tool list fetched, with a progress step per server), so
+    the probe runs reuse one connection per server; all are closed when the block ends.
+
+    Raises:
+        SourceError: no sources, a source that cannot be loaded, or an MCP server that cannot start.
+    """
+    all_specs: list[SourceSpec] = []
+    if config_file is not None:
+        file_specs, discovery = load_config(config_file)
+        all_specs.extend(file_specs)
+        overrides = {**discovery, **{k: v for k, v in overrides.items() if v is not None}}
+    all_specs.extend(specs)
+    if not all_specs:
+        raise SourceError('no sources: name them with -s/--source, --mcp-stdio, --mcp-http or --config (see --help)')
+    with progress.step('loading sources') as step:
+        surface = await build_surface(all_specs, overrides)
+        step.done(f'{len(surface.groups)} groups, {len(surface.direct)} direct sources')
+    async with AsyncExitStack() as stack:
+        for origin, toolset in _mcp_toolsets(surface):
+            with progress.step(f'{origin}: starting MCP server') as step:
+                try:
+                    await stack.enter_async_context(toolset)
+                    step.done(f'{origin}: {len(await toolset.list_tools())} tools')
+                except Exception as exc:
+                    raise SourceError(f'{origin}: the MCP server did not start: {type(exc).__name__}: {exc}') from exc
+        yield surface

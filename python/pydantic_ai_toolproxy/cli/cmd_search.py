@@ -1,0 +1,96 @@
+"""`toolproxy search`: one search page exactly as the model gets it.
+
+A real agent run over the sources under the `ToolProxyCapability`; its scripted model calls the search
+control once with the given arguments, and the command prints the `ToolReturnPart` the model got back:
+`{"tools": [...], "total": N, "next_offset": K | null}` (spec: "Configure names and discovery limits").
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .._search import entry_size
+from ._probe import probe
+from ._progress import Progress
+from ._render import Column, Output, error, num
+from ._sources import SourceError, Surface
+
+__all__ = ('run_search',)
+
+
+async def run_search(
+    surface: Surface,
+    out: Output,
+    progress: Progress,
+    *,
+    query: str,
+    group: str | None = None,
+    limit: int | None = None,
+    offset: int | None = None,
+) -> int:
+    """Run one search the way the model would and print the page.
+
+    Only the arguments given are sent (the model may omit `group`, `limit` and `offset` too).
+    `--json` prints the tool return exactly as the model receives it (compact JSON, UTF-8); otherwise a
+    table of the entries with each entry's size in bytes, then `total`, `next_offset` and the page size.
+
+    Returns:
+        0 for a page; 1 when the search is refused (unknown group, `limit` out of range, negative `offset`:
+        the retry message the model would get) or fails (an entry larger than `max_search_bytes`), or when
+        the proxy cannot prepare the sources. The message goes to stderr, or as
+        `{"outcome": ..., "message": ...}` to stdout with `--json`.
+
+    Raises:
+        SourceError: no grouped tools, so the model is not offered the search control.
+    """
+    config = surface.config
+    args: dict[str, Any] = {'query': query}
+    if group is not None:
+        args['group'] = group
+    if limit is not None:
+        args['limit'] = limit
+    if offset is not None:
+        args['offset'] = offset
+    with progress.step(f'searching {json.dumps(args, ensure_ascii=False)}'):
+        run = await probe(
+            toolsets=surface.direct_toolsets(),
+            capabilities=[*surface.direct_capabilities(), surface.capability()],
+            calls=lambda snapshot: [(config.search_name, args)] if config.search_name in snapshot.offered() else [],
+        )
+    if run.error is not None:
+        error(f'the proxy cannot prepare these sources: {run.error}\nRun `toolproxy check` to list every problem with its fix.')
+        return 1
+    part = run.returns.get('probe-0')
+    if part is None:
+        raise SourceError(f'the model is not offered {config.search_name}: no group has any tools')
+    if part.outcome != 'success':
+        message = part.model_response_str(wrap_if_error=False)
+        if out.as_json:
+            out.json({'outcome': part.outcome, 'message': message})
+        else:
+            error(f'the search was {"refused" if part.outcome == "retried" else part.outcome}: {message}')
+        return 1
+    text = part.model_response_str()
+    if out.as_json:
+        out.raw(text)
+        return 0
+    page = json.loads(text)
+    start = offset or 0
+    out.line(f'{config.search_name} {json.dumps(args, ensure_ascii=False)}')
+    if page['tools']:
+        out.table(
+            [Column('#', 'right'), Column('group'), Column('tool'), Column('bytes', 'right'), Column('description', max_width=64)],
+            [
+                [str(start + i + 1), e['group'], e['tool'], num(entry_size(e)), e['description']]
+                for i, e in enumerate(page['tools'])
+            ],
+        )
+    else:
+        out.line('(no tools on this page)')
+    next_offset = page['next_offset']
+    out.line(
+        f'total {num(page["total"])}, next_offset {"null" if next_offset is None else next_offset}, '
+        f'page {num(len(text.encode()))} of {num(config.max_search_bytes)} bytes'
+    )
+    return 0
