@@ -232,11 +232,16 @@ async def run_check(surface: Surface, out: Output, progress: Progress, *, strict
         f'Checked {plural(counts["tools"], "grouped tool")} in {plural(counts["groups"], "group")} and '
         f'{plural(counts["direct_tools"], "direct tool")} (max_search_bytes {num(surface.config.max_search_bytes)}).'
     )
-    if problems:
+    if problems and out.rich:
         out.table(
             [Column('severity'), Column('problem'), Column('tool'), Column('what is wrong', wrap=True), Column('fix', wrap=True)],
             [[p.severity, p.kind, p.where, p.message, p.fix] for p in problems],
         )
+    elif problems:  # plain: one block per problem, its first line `severity kind group/tool` (grep-friendly)
+        for p in problems:
+            out.line(f'{p.severity:<8} {p.kind:<18} {p.where}')
+            out.line(f'         {p.message}')
+            out.line(f'         fix: {p.fix}')
     counts_text = Counter(p.kind for p in problems)
     summary = ', '.join(f'{n} {kind}' for kind, n in counts_text.items())
     if errors:
