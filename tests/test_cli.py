@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,12 +100,13 @@ async def test_inspect_mcp_server_reports_the_bytes_the_model_gets() -> None:
     assert doc['instructions'] == proxied.infos[0].instructions
     assert doc['controls'][0]['description'] == proxied.tool_def(SEARCH).description
 
-    plain = toolproxy(*MCP, 'inspect')  # the same figures as a table, without escape codes when piped
+    plain = toolproxy(*MCP, 'inspect', '--full')  # the same figures as a table, without escape codes when piped
     assert plain.returncode == 0 and '\x1b' not in plain.stdout and plain.stderr == ''
     lines = plain.stdout.splitlines()
     assert lines[0] == '1 group, 6 grouped tools, 0 direct tools'
     assert any(line.split() == ['notes', '6', *NOTES.split()] for line in lines)
     assert any(line.split() == ['total', f'{proxy["total_bytes"]:,}', f'{everything["total_bytes"]:,}'] for line in lines)
+    assert '--- search_proxy_tools' in lines and plain.stdout.rstrip('\n').endswith(doc['instructions'])  # --full
 
 
 def test_inspect_bfcl_groups_and_counts() -> None:
@@ -147,6 +151,43 @@ def test_search_table_plain_when_piped_and_rich_on_a_terminal() -> None:
     assert rich.returncode == 0 and '\x1b[' in rich.stdout and 'convert_temperature' in rich.stdout
     assert 'starting MCP server' in rich.stderr  # progress while the server starts
     assert plain.stderr == ''  # and none when stderr is piped
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """The example MCP server over streamable HTTP on a free loopback port; yields its URL."""
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / 'tests' / 'cli_http_server.py'), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ''
+            try:
+                socket.create_connection(('127.0.0.1', port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, 'the HTTP MCP server did not listen within 30 s'
+                time.sleep(0.05)
+        yield f'http://127.0.0.1:{port}/mcp'
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def test_search_over_an_http_mcp_server(http_server: str) -> None:
+    proc = toolproxy('--mcp-http', http_server, '--group', 'notes', 'search', 'forecast city', '--limit', '1', '--json')
+    assert proc.returncode == 0, proc.stderr
+    page = json.loads(proc.stdout)
+    assert page['tools'][0]['tool'] == 'get_forecast' and page['tools'][0]['group'] == 'notes'
+    assert page['tools'][0]['instructions']  # the server's instructions come back with the tool, not in the prompt
 
 
 def test_refused_search_exits_1_with_the_models_message() -> None:

@@ -45,6 +45,7 @@ class Problem:
     size: int | None = None
 
     def as_json(self) -> dict[str, Any]:
+        """The problem as a JSON object (the fields above)."""
         return asdict(self)
 
     @property
@@ -68,7 +69,9 @@ def parse_oversized(message: str) -> tuple[str, str, int] | None:
 
 
 def oversized(group: str, tool: str, size: int, budget: int, members: int) -> Problem:
-    """`members` is the number of grouped tools: the largest `total` a search can report, which with the
+    """Error: the entry of `tool` is `size` bytes and cannot fit a page of `budget` bytes.
+
+    `members` is the number of grouped tools: the largest `total` a search can report, which with the
     largest `next_offset` makes the largest page frame; the budget that frame needs around the entry is the fix."""
     total = max(members, 1)
     try:
@@ -88,6 +91,7 @@ def oversized(group: str, tool: str, size: int, budget: int, members: int) -> Pr
 
 
 def unsupported(group: str, tool: str, reason: str) -> Problem:
+    """Error: a member the proxy cannot target; `reason` is `_members.unsupported_member_reason`'s text."""
     fix = (
         'select native=False, local=True on its source, or leave the source ungrouped'
         if 'provider-native' in reason
@@ -97,6 +101,7 @@ def unsupported(group: str, tool: str, reason: str) -> Problem:
 
 
 def blank_description(group: str | None, tool: str) -> Problem:
+    """Warning: a tool without a description."""
     return Problem(
         'warning', 'blank-description', group, tool,
         'it has no description, so search can only match its name and parameters and the model cannot tell what it does',
@@ -105,6 +110,7 @@ def blank_description(group: str | None, tool: str) -> Problem:
 
 
 def not_first(group: str, tool: str, first: str | None, detail: str = '') -> Problem:
+    """Warning: a search for the tool's own name in its group ranks `first` (None: nothing) ahead of it."""
     found = f'returns {first!r} first{detail}' if first is not None else 'returns nothing'
     return Problem(
         'warning', 'not-first', group, tool,
@@ -114,6 +120,7 @@ def not_first(group: str, tool: str, first: str | None, detail: str = '') -> Pro
 
 
 def duplicate(group: str, tool: str, owners: list[str]) -> Problem:
+    """Error: several tools of one group share the local name `tool`; `owners` labels the toolsets defining it."""
     return Problem(
         'error', 'duplicate-name', group, tool,
         f'{len(owners)} tools of the group share this local name: {", ".join(owners)}',
@@ -122,6 +129,7 @@ def duplicate(group: str, tool: str, owners: list[str]) -> Problem:
 
 
 def canonical_collision(group: str, tool: str, canonical: str) -> Problem:
+    """Error: the member's canonical name `{group}__{tool}` is also a direct tool's name."""
     return Problem(
         'error', 'name-collision', group, tool,
         f'its canonical name {canonical!r} is also the name of a direct tool',
@@ -130,6 +138,7 @@ def canonical_collision(group: str, tool: str, canonical: str) -> Problem:
 
 
 def control_collision(name: str) -> Problem:
+    """Error: a direct tool has a control's name."""
     return Problem(
         'error', 'control-collision', None, name,
         f'a direct tool is named {name!r}, like a proxy control',
@@ -139,4 +148,5 @@ def control_collision(name: str) -> Problem:
 
 
 def preparation(group: str | None, message: str) -> Problem:
+    """Error: preparation fails for a reason no other kind covers; `message` is the `UserError` text."""
     return Problem('error', 'preparation', group, None, f'preparation fails: {message}', 'follow the advice in the message')

@@ -20,6 +20,7 @@ class Step:
         self._task = task
 
     def done(self, text: str) -> None:
+        """Show `text` with a check mark in place of the step's label."""
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, description=f'[green]✓[/] {text}', completed=1)
 

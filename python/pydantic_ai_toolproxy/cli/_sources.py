@@ -88,9 +88,11 @@ class Surface:
         return ToolProxyCapability(groups={name: self.groups[name] for name in names}, config=self.config)
 
     def direct_toolsets(self) -> list[AbstractToolset[Any]]:
+        """The direct sources that are toolsets (for `Agent(toolsets=...)`)."""
         return [s for _, s in self.direct if isinstance(s, AbstractToolset)]
 
     def direct_capabilities(self) -> list[AbstractCapability[Any]]:
+        """The direct sources that are capabilities (for `Agent(capabilities=...)`)."""
         return [s for _, s in self.direct if isinstance(s, AbstractCapability)]
 
     def all_sources(self) -> list[tuple[str, Source]]:
