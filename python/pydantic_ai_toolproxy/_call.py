@@ -25,11 +25,12 @@ from pydantic_ai.exceptions import (
 )
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 from pydantic_ai.tools import RunContext, ToolDenied
+from pydantic_core import ValidationError
 
 from ._directory import Directory, Member
 from ._runtime import ProxyRuntime
 
-__all__ = ('run_call', 'dispatching')
+__all__ = ('run_call', 'dispatching', 'envelope_retry')
 
 dispatching: ContextVar[str | None] = ContextVar('pydantic_ai_toolproxy.dispatching', default=None)
 """Canonical name of the member the call control is dispatching in the current task, else None.
@@ -39,6 +40,50 @@ The direct-call guard lets exactly that nested call through; a model's own direc
 """
 
 ENVELOPE_HINT = 'Expected envelope: {"group": "<group>", "tool": "<local tool name>", "arguments": {...}}.'
+MAX_SHOWN_CHARS = 80
+"""Longest repr of a model-supplied value echoed in a message; a 10 KB name is cut, not sent back whole."""
+MAX_ERROR_CHARS = 500
+"""Longest exception text quoted in an uncertain-outcome failure."""
+
+
+def _cut(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (a cut text ends with `...`)."""
+    return text if len(text) <= limit else text[: limit - 3] + '...'
+
+
+def _shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """`repr(value)` cut to `limit` characters."""
+    return _cut(repr(value), limit)
+
+
+def _error_summary(errors: list[Any], prefix: tuple[str, ...] = ()) -> str:
+    """Pydantic error details as `loc: msg (got <input>)`, at most 5 of them, inputs cut to 60 characters."""
+    items: list[str] = []
+    for error in errors[:5]:
+        if not isinstance(error, dict):
+            items.append(_shown(error))
+            continue
+        loc = '.'.join(str(p) for p in (*prefix, *error.get('loc', ()))) or '(envelope)'
+        item = f'{loc}: {error.get("msg", "invalid")}'
+        if 'input' in error and error.get('type') != 'missing':
+            item += f' (got {_shown(error["input"], 60)})'
+        items.append(item)
+    if len(errors) > 5:
+        items.append(f'and {len(errors) - 5} more')
+    return '; '.join(items)
+
+
+def envelope_retry(error: ValidationError | ModelRetry, search_name: str, call_name: str) -> ModelRetry:
+    """The retry for an envelope that failed the call control's own validation (wrong types, missing or extra keys,
+    invalid JSON): the errors, cut short, and what to send instead."""
+    if isinstance(error, ValidationError):
+        detail = _error_summary(list(error.errors(include_url=False, include_context=False)))
+    else:
+        detail = _shown(error.message, 300)
+    return ModelRetry(
+        f'Invalid `{call_name}` envelope: {detail}. {ENVELOPE_HINT} '
+        f'Use `{search_name}` to find the current groups, tools and their parameter schemas.'
+    )
 
 
 def _close_names(directory: Directory, group: str, tool: str) -> list[str]:
@@ -54,16 +99,18 @@ def resolve_member(runtime: ProxyRuntime, directory: Directory, group: Any, tool
     config = runtime.config
     if not isinstance(group, str) or group not in directory.groups:
         raise ModelRetry(
-            f'Unknown group {group!r}. Current groups: {", ".join(directory.groups) or "(none)"}. {ENVELOPE_HINT}'
+            f'Unknown group {_shown(group)}. Current groups: {", ".join(directory.groups) or "(none)"}. {ENVELOPE_HINT}'
         )
     if not isinstance(tool, str) or not tool:
         raise ModelRetry(f'`tool` must be the local tool name returned by `{config.search_name}`. {ENVELOPE_HINT}')
     member = directory.member(f'{group}__{tool}')
-    if member is None:
-        close = _close_names(directory, group, tool)
+    # `{group}__{tool}` is ambiguous when a group name ends in `_` or a tool name starts with one: group `ops` +
+    # tool `_purge` and group `ops_` + tool `purge` spell the same canonical name. Only the exact pair counts.
+    if member is None or member.group != group or member.local_name != tool:
+        close = _close_names(directory, group, tool) if len(tool) <= 256 else []
         hint = f' Close names: {", ".join(close)}.' if close else ''
         raise ModelRetry(
-            f'Group {group!r} has no tool {tool!r} in this step.{hint} '
+            f'Group {group!r} has no tool {_shown(tool)} in this step.{hint} '
             f'Use `{config.search_name}` with group={group!r} to find the current tools, then call again.'
         )
     return member
@@ -99,10 +146,19 @@ def _check_usage(ctx: RunContext[Any]) -> None:
         limits.check_before_tool_call(projected)
 
 
-def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any]) -> ToolRetryError:
+def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any], member: Member, search_name: str) -> ToolRetryError:
+    """The target's retry, re-addressed to the envelope's call. Validation errors of the target's arguments are
+    located under `arguments` and say how to fix them; a target's own `ModelRetry` message is kept as written."""
     part = error.tool_retry
     if isinstance(part, ToolReturnPart):
-        part = replace(part, tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id)
+        content = part.content
+        if isinstance(content, list):
+            content = (
+                f'`arguments` do not match the parameters of {member.local_name!r} in group {member.group!r}: '
+                f'{_error_summary(content, ("arguments",))}. Fix `arguments` to match its parameters_json_schema '
+                f'(`{search_name}` with group={member.group!r} returns it) and call again.'
+            )
+        part = replace(part, tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, content=content)
     return ToolRetryError(part)
 
 
@@ -127,7 +183,7 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
     try:
         result = await manager.handle_call(call)
     except ToolRetryError as e:
-        raise _as_envelope_retry(e, ctx) from None
+        raise _as_envelope_retry(e, ctx, member, runtime.config.search_name) from None
     except ToolFailedError as e:
         raise ToolFailed(e.tool_failed.model_response_str(wrap_if_error=False)) from None
     except (ApprovalRequired, CallDeferred):
@@ -139,7 +195,8 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
         raise
     except Exception as e:
         raise ToolFailed(
-            f'Tool {member.local_name!r} in group {member.group!r} failed unexpectedly ({type(e).__name__}: {e}). '
+            f'Tool {member.local_name!r} in group {member.group!r} failed unexpectedly '
+            f'({type(e).__name__}: {_cut(str(e), MAX_ERROR_CHARS)}). '
             'Its outcome is uncertain: it may have had effects. Check the current state before retrying, '
             'especially before repeating a change.'
         ) from e

@@ -122,7 +122,12 @@ def _unchanged(old: ToolDefinition, new: ToolDefinition) -> bool:
     # cheaply; a rebuilt but equal schema (a dynamic toolset re-creating its tools) compares by value.
     if old.description != new.description:
         return False
-    return old.parameters_json_schema is new.parameters_json_schema or old.parameters_json_schema == new.parameters_json_schema
+    if old.parameters_json_schema is new.parameters_json_schema:
+        return True
+    try:
+        return bool(old.parameters_json_schema == new.parameters_json_schema)
+    except (RecursionError, ValueError, TypeError):  # a circular or very deep rebuilt schema: index it again
+        return False
 
 
 class SearchIndexCache:
@@ -154,7 +159,8 @@ class SearchIndexCache:
             if old is None or not _unchanged(old, tool_def):
                 group: str = tool.toolset.group  # type: ignore[attr-defined]
                 local = name[len(group) + len(SEPARATOR) :]
-                upserts.append((name, group, local, tool_def.description or '', tool_def.parameters_json_schema))
+                description = tool_def.description if isinstance(tool_def.description, str) else ''
+                upserts.append((name, group, local, description, tool_def.parameters_json_schema))
             new_synced[name] = tool_def
         removed = [name for name in synced if name not in new_synced]
         if removed:

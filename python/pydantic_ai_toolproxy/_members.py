@@ -59,6 +59,14 @@ def _bad_name(name: object) -> str | None:
     return shown if len(shown) <= 80 else shown[:77] + '...'
 
 
+def _equal(old: object, new: object) -> bool:
+    """`old == new`, False when the comparison itself fails (a freshly built circular or very deep schema)."""
+    try:
+        return bool(old == new)
+    except (RecursionError, ValueError, TypeError):
+        return False
+
+
 def _encodes(text: str) -> bool:
     try:
         text.encode('utf-8')
@@ -144,7 +152,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         previous = self._renamed
         renamed: dict[str, tuple[ToolsetTool[AgentDepsT], ToolsetTool[AgentDepsT]]] = {}
         for name, tool in tools.items():
-            if harness is None and (hit := previous.get(name)) is not None and (hit[0] is tool or hit[0] == tool):
+            if harness is None and (hit := previous.get(name)) is not None and (hit[0] is tool or _equal(hit[0], tool)):
                 result[prefix + name] = hit[1]
                 renamed[name] = hit
                 continue

@@ -34,8 +34,22 @@ def entry_for(member: Member, instructions: list[str], codeact_eligible: bool = 
 
 
 def entry_size(entry: dict[str, Any]) -> int:
-    """UTF-8 bytes of the entry as Pydantic AI serializes tool returns for the model (`tool_return_ta`)."""
+    """UTF-8 bytes of the entry as Pydantic AI serializes tool returns for the model (`tool_return_ta`).
+
+    Raises:
+        pydantic_core.PydanticSerializationError: the entry cannot be JSON (a circular or more than ~250-deep
+            schema, a lone surrogate, an object JSON cannot represent); `_sized` turns that into a message.
+    """
     return len(tool_return_ta.dump_json(entry, by_alias=True))
+
+
+def _sized(entry: dict[str, Any]) -> int | str:
+    """`entry_size(entry)`, or the reason (cut to 200 characters) why the entry cannot be serialized at all."""
+    try:
+        return entry_size(entry)
+    except (ValueError, TypeError, RecursionError) as e:  # PydanticSerializationError is a ValueError
+        reason = str(e).removeprefix('Error serializing to JSON: ')
+        return reason if len(reason) <= 200 else reason[:197] + '...'
 
 
 def _check_group(directory: Directory, group: str | None, runtime: ProxyRuntime) -> None:
@@ -58,7 +72,9 @@ async def run_search(
 
     Raises:
         ModelRetry: unknown group, a `limit` outside 1..max_results, or a negative offset.
-        ToolFailed: an entry that cannot fit into `max_search_bytes` on its own (names group, tool, size, budget).
+        ToolFailed: an entry that cannot fit into `max_search_bytes` on its own (names group, tool, size, budget), or
+            one that cannot be serialized as JSON at all (circular or too deeply nested schema; names group and tool).
+            Either only when it would start the page: otherwise the page ends before it.
     """
     config = runtime.config
     directory = runtime.directory(ctx)
@@ -88,7 +104,18 @@ async def run_search(
         if member.group not in instructions:
             instructions[member.group] = await member.toolset.source_instructions(ctx) if include else []
         entries.append(entry_for(member, instructions[member.group], codeact_eligible(ctx, key, member.tool)))
-    sizes = [entry_size(e) for e in entries]
+    measured = [_sized(e) for e in entries]
+    broken = next((i for i, m in enumerate(measured) if isinstance(m, str)), None)
+    if broken == 0:
+        first = entries[0]
+        raise ToolFailed(
+            f'The entry of tool {first["tool"]!r} in group {first["group"]!r} cannot be sent as JSON ({measured[0]}), '
+            f'so search cannot show its schema; search with offset={offset + 1} to skip it, and ask the host to fix '
+            'its schema or expose it directly.'
+        )
+    if broken is not None:  # the page ends before it; the search that starts at it explains
+        entries = entries[:broken]
+    sizes: list[int] = measured[: len(entries)]  # type: ignore[assignment]
     try:
         count, next_offset, _size = _core.plan_page(sizes, total, offset, config.max_search_bytes)
     except ValueError:

@@ -14,11 +14,12 @@ from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
+from pydantic_core import ValidationError
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
 
 from . import _core
-from ._call import dispatching
+from ._call import dispatching, envelope_retry
 from ._controls import ControlToolset, advertised_controls
 from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
@@ -204,6 +205,24 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                     f'{{"group": "{member.group}", "tool": "{member.local_name}", "arguments": {{...}}}} instead.'
                 )
         return await super().before_tool_validate(ctx, call=call, tool_def=tool_def, args=args)
+
+    async def on_tool_validate_error(
+        self,
+        ctx: RunContext[AgentDepsT],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: RawToolArgs,
+        error: ValidationError | ModelRetry,
+    ) -> Any:
+        """An envelope that fails the call control's own validation gets a retry saying what to send instead."""
+        config = self._runtime.config
+        manager = ctx.tool_manager
+        if self.groups and call.tool_name == config.call_name and manager is not None and manager.tools:
+            tool = manager.tools.get(call.tool_name)
+            if tool is not None and tool.toolset is self._controls:
+                raise envelope_retry(error, config.search_name, config.call_name) from None
+        return await super().on_tool_validate_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
 
 
 def _called_by_model(ctx: RunContext[Any], call: ToolCallPart) -> bool:

@@ -1,0 +1,93 @@
+"""A hand-written stdio MCP server that lists hostile tool definitions as raw JSON text (issue 6, point 3).
+
+No SDK on the server side: responses are written as literal JSON-RPC lines, so they can hold what no
+well-behaved SDK would emit: duplicate object keys, `NaN`/`Infinity` literals, a 1 MB description, a
+`$ref` cycle, a non-object `inputSchema`, and (with `--deep N`) N-deep nesting. Run it as
+
+    python tests/hostile_mcp_server.py [--deep N] [--bad-name]
+
+Every `tools/call` answers `{"content": [{"type": "text", "text": "ran <name>"}]}`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def tools_list_json(deep: int, bad_name: bool) -> str:
+    """The `tools/list` result as raw JSON text (not produced by `json.dumps`, so it can be malformed on purpose)."""
+    tools = [
+        # Duplicate keys: JSON parsers keep the last one ("b" wins for "name" inside properties, "integer" for type).
+        '{"name": "dup_keys", "description": "Duplicate keys in the schema", "description": "Duplicate keys, second",'
+        ' "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}, "a": {"type": "integer"}}}}',
+        # NaN and Infinity literals (not standard JSON, accepted by many parsers).
+        '{"name": "nan_default", "description": "NaN and Infinity defaults",'
+        ' "inputSchema": {"type": "object", "properties": {"x": {"type": "number", "default": NaN},'
+        ' "y": {"type": "number", "default": Infinity}, "z": {"type": "number", "default": -Infinity}}}}',
+        # A $ref cycle.
+        '{"name": "ref_cycle", "description": "A recursive schema through $ref",'
+        ' "inputSchema": {"type": "object", "$defs": {"Node": {"type": "object", "properties":'
+        ' {"child": {"$ref": "#/$defs/Node"}}}}, "properties": {"root": {"$ref": "#/$defs/Node"}}}}',
+        # A 1 MB description.
+        '{"name": "huge_description", "description": ' + json.dumps('lorem ipsum ' * 87_382) + ','
+        ' "inputSchema": {"type": "object", "properties": {}}}',
+        # An object schema whose parts are of the wrong JSON types (the MCP SDK itself accepts this much).
+        '{"name": "odd_schema", "description": "Properties of odd kinds",'
+        ' "inputSchema": {"type": "object", "properties": {"q": true, "r": {"enum": [1, "a", null, [], {}]}},'
+        ' "additionalProperties": {"type": ["string", "null"]}}}',
+        '{"name": "plain_tool", "description": "A well-formed tool that always works",'
+        ' "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}',
+    ]
+    if deep:
+        schema = '{"type": "string"}'
+        for _ in range(deep):
+            schema = '{"type": "object", "properties": {"p": ' + schema + '}}'
+        tools.append('{"name": "deep_schema", "description": "Deeply nested", "inputSchema": ' + schema + '}')
+    if bad_name:  # rejected by the MCP SDK's own validation of the listing
+        tools.append('{"name": 12345, "description": "A number as a name", "inputSchema": {"type": "object"}}')
+    return '{"tools": [' + ', '.join(tools) + ']}'
+
+
+def main() -> None:
+    """Serve JSON-RPC over stdin/stdout, one message per line, until stdin closes."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--deep', type=int, default=0)
+    parser.add_argument('--bad-name', action='store_true')
+    args = parser.parse_args()
+    listing = tools_list_json(args.deep, args.bad_name)
+    out = sys.stdout
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        message = json.loads(line)
+        method = message.get('method')
+        if 'id' not in message:
+            continue  # a notification (e.g. notifications/initialized)
+        request_id = json.dumps(message['id'])
+        if method == 'initialize':
+            version = json.dumps(message.get('params', {}).get('protocolVersion', '2025-06-18'))
+            result = (
+                '{"protocolVersion": ' + version + ', "capabilities": {"tools": {}},'
+                ' "serverInfo": {"name": "hostile", "version": "0.0.1"}}'
+            )
+        elif method == 'tools/list':
+            result = listing
+        elif method == 'tools/call':
+            name = message.get('params', {}).get('name')
+            result = json.dumps({'content': [{'type': 'text', 'text': f'ran {name}'}], 'isError': False})
+        elif method == 'ping':
+            result = '{}'
+        else:
+            out.write(
+                '{"jsonrpc": "2.0", "id": ' + request_id + ', "error": {"code": -32601, "message": "no such method"}}\n'
+            )
+            out.flush()
+            continue
+        out.write('{"jsonrpc": "2.0", "id": ' + request_id + ', "result": ' + result + '}\n')
+        out.flush()
+
+
+if __name__ == '__main__':
+    main()
