@@ -146,6 +146,13 @@ class SearchIndexCache:
         self.builds = 0
         """How many syncs changed the index (for tests and benchmarks)."""
 
+    def reset(self) -> None:
+        """Drop the index and start over with an empty one (after the core raised: its state is not trusted).
+        Call with `lock` held; the next `sync` re-indexes the step's members."""
+        self.index = _core.SearchIndex()
+        self._synced = {}
+        self._synced_directory = None
+
     def sync(self, directory: Directory) -> None:
         """Bring the index to `directory`. Call with `lock` held."""
         if self._synced_directory is not None and self._synced_directory() is directory:

@@ -93,8 +93,12 @@ async def run_search(
     groups = [group] if group is not None else None
     cache = runtime.search_index
     with cache.lock:
-        cache.sync(directory)
-        total, keys = cache.index.search(query, groups, offset, limit)
+        try:
+            cache.sync(directory)
+            total, keys = cache.index.search(query, groups, offset, limit)
+        except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
+            cache.reset()
+            raise ToolFailed(f'Search failed inside the ToolProxy core ({e}); the index was rebuilt, search again.') from e
     include = runtime.instructions_enabled(ctx)
     instructions: dict[str, list[str]] = {}
     entries: list[dict[str, Any]] = []

@@ -1,8 +1,10 @@
 //! Conversions between Python values and the core's Rust values.
 
+use std::any::Any;
 use std::borrow::Cow;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use pyo3::exceptions::{PyOverflowError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
@@ -49,5 +51,30 @@ pub fn saturating_i64(value: &Bound<'_, PyAny>) -> PyResult<i64> {
             Ok(if value.lt(0)? { i64::MIN } else { i64::MAX })
         }
         Err(err) => Err(err),
+    }
+}
+
+/// Runs `body`, turning a Rust panic into `RuntimeError`.
+///
+/// pyo3 already stops a panic at the FFI boundary, but raises `PanicException`, a `BaseException`
+/// that `except Exception` (and so Pydantic AI's tool error handling) does not catch. Every entry
+/// point of the module runs through this guard, so a core bug surfaces as an ordinary exception.
+pub fn guard<T>(body: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => Err(PyRuntimeError::new_err(format!(
+            "pydantic_ai_toolproxy._core panicked: {}",
+            panic_message(payload.as_ref())
+        ))),
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        text
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text
+    } else {
+        "a panic without a message"
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{PoisonError, RwLock};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
-use super::convert::{saturating_i64, text, value_error};
+use super::convert::{guard, saturating_i64, text, value_error};
 use super::schema::PyNode;
 use crate::index::{self, collect_parameter_text, Record};
 
@@ -45,6 +45,51 @@ impl PySearchIndex {
 
     /// Adds or replaces `(key, group, tool, description, parameters_json_schema)` records.
     fn upsert(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
+        guard(|| self.upsert_records(py, records))
+    }
+
+    /// Removes records by key; unknown keys are ignored.
+    fn remove(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) -> PyResult<()> {
+        guard(|| {
+            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            py.detach(|| {
+                self.inner
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&keys);
+            });
+            Ok(())
+        })
+    }
+
+    /// Live keys, in no particular order.
+    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        guard(|| {
+            let keys = self
+                .inner
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .keys();
+            PyList::new(py, keys.iter().map(|key| &**key))
+        })
+    }
+
+    /// `(total, keys of ranked results[offset : offset + limit])`.
+    #[pyo3(signature = (query, groups, offset, limit))]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyString>,
+        groups: Option<Vec<Bound<'py, PyString>>>,
+        offset: &Bound<'py, PyAny>,
+        limit: &Bound<'py, PyAny>,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        guard(|| self.search_records(py, query, groups, offset, limit))
+    }
+}
+
+impl PySearchIndex {
+    fn upsert_records(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
         let mut converted = Vec::new();
         for item in records.try_iter()? {
             let (key, group, tool, description, schema): Fields<'_> = item?.extract()?;
@@ -65,30 +110,7 @@ impl PySearchIndex {
         Ok(())
     }
 
-    /// Removes records by key; unknown keys are ignored.
-    fn remove(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) {
-        let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
-        py.detach(|| {
-            self.inner
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&keys);
-        });
-    }
-
-    /// Live keys, in no particular order.
-    fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let keys = self
-            .inner
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .keys();
-        PyList::new(py, keys.iter().map(|key| &**key))
-    }
-
-    /// `(total, keys of ranked results[offset : offset + limit])`.
-    #[pyo3(signature = (query, groups, offset, limit))]
-    fn search<'py>(
+    fn search_records<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'py, PyString>,

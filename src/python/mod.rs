@@ -9,12 +9,12 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::{names, page};
-use convert::{saturating_i64, text, value_error};
+use convert::{guard, saturating_i64, text, value_error};
 
 /// Raise `ValueError` unless `name` is a valid ToolProxy group name.
 #[pyfunction]
 fn validate_group_name(name: &Bound<'_, PyString>) -> PyResult<()> {
-    names::validate_group_name(&text(name)).map_err(value_error)
+    guard(|| names::validate_group_name(&text(name)).map_err(value_error))
 }
 
 /// Raise `ValueError` if the description of `group` is blank or too long.
@@ -23,14 +23,17 @@ fn validate_group_description(
     group: &Bound<'_, PyString>,
     description: &Bound<'_, PyString>,
 ) -> PyResult<()> {
-    names::validate_group_description(&text(group), &text(description)).map_err(value_error)
+    guard(|| names::validate_group_description(&text(group), &text(description)).map_err(value_error))
 }
 
 /// `True` when `name` is acceptable as a model-facing function name.
 #[pyfunction]
-fn validate_tool_name(name: &Bound<'_, PyAny>) -> bool {
-    name.cast::<PyString>()
-        .is_ok_and(|name| names::validate_tool_name(&text(name)))
+fn validate_tool_name(name: &Bound<'_, PyAny>) -> PyResult<bool> {
+    guard(|| {
+        Ok(name
+            .cast::<PyString>()
+            .is_ok_and(|name| names::validate_tool_name(&text(name))))
+    })
 }
 
 /// An int config field: `ValueError` (with the exact value) when beyond `i64`.
@@ -63,28 +66,32 @@ fn validate_config(
     max_results: &Bound<'_, PyAny>,
     max_search_bytes: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    let max_results = config_int("max_results", max_results)?;
-    let max_search_bytes = config_int("max_search_bytes", max_search_bytes)?;
-    names::validate_config(
-        &text(search_name),
-        &text(call_name),
-        max_results,
-        max_search_bytes,
-    )
-    .map_err(value_error)
+    guard(|| {
+        let max_results = config_int("max_results", max_results)?;
+        let max_search_bytes = config_int("max_search_bytes", max_search_bytes)?;
+        names::validate_config(
+            &text(search_name),
+            &text(call_name),
+            max_results,
+            max_search_bytes,
+        )
+        .map_err(value_error)
+    })
 }
 
 /// `f"{group}__{tool}"`.
 #[pyfunction]
-fn canonical_name(group: &Bound<'_, PyString>, tool: &Bound<'_, PyString>) -> String {
-    names::canonical_name(&text(group), &text(tool))
+fn canonical_name(group: &Bound<'_, PyString>, tool: &Bound<'_, PyString>) -> PyResult<String> {
+    guard(|| Ok(names::canonical_name(&text(group), &text(tool))))
 }
 
 /// Split at the first `__`; `None` without a separator or with an empty side.
 #[pyfunction]
-fn split_canonical_name(name: &Bound<'_, PyString>) -> Option<(String, String)> {
-    names::split_canonical_name(&text(name))
-        .map(|(group, tool)| (group.to_owned(), tool.to_owned()))
+fn split_canonical_name(name: &Bound<'_, PyString>) -> PyResult<Option<(String, String)>> {
+    guard(|| {
+        Ok(names::split_canonical_name(&text(name))
+            .map(|(group, tool)| (group.to_owned(), tool.to_owned())))
+    })
 }
 
 /// Plan a byte-budgeted page: `(count, next_offset, page_size_bytes)`.
@@ -95,18 +102,28 @@ fn plan_page(
     offset: &Bound<'_, PyAny>,
     budget: &Bound<'_, PyAny>,
 ) -> PyResult<(usize, Option<u64>, u64)> {
-    let sizes = entry_sizes
-        .iter()
-        .map(saturating_i64)
-        .collect::<PyResult<Vec<i64>>>()?;
-    let plan = page::plan_page(
-        &sizes,
-        saturating_i64(total)?,
-        saturating_i64(offset)?,
-        saturating_i64(budget)?,
-    )
-    .map_err(value_error)?;
-    Ok((plan.count, plan.next_offset, plan.size))
+    guard(|| {
+        let sizes = entry_sizes
+            .iter()
+            .map(saturating_i64)
+            .collect::<PyResult<Vec<i64>>>()?;
+        let plan = page::plan_page(
+            &sizes,
+            saturating_i64(total)?,
+            saturating_i64(offset)?,
+            saturating_i64(budget)?,
+        )
+        .map_err(value_error)?;
+        Ok((plan.count, plan.next_offset, plan.size))
+    })
+}
+
+/// Panics with `message` inside the guard every entry point uses: for tests that a core panic
+/// surfaces as `RuntimeError` (not as pyo3's `PanicException`, a `BaseException`).
+#[pyfunction]
+fn _panic_for_tests(message: &Bound<'_, PyString>) -> PyResult<()> {
+    let message = text(message).into_owned();
+    guard(|| panic!("{message}"))
 }
 
 /// Rust core of pydantic-ai-toolproxy: validation, canonical names, search index, page planning.
@@ -125,6 +142,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(split_canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(plan_page, module)?)?;
+    module.add_function(wrap_pyfunction!(_panic_for_tests, module)?)?;
     module.add_class::<index::PySearchIndex>()?;
     Ok(())
 }
