@@ -12,12 +12,16 @@ formerly ``FastMCP``) and exposes:
 * weather helpers: ``convert_temperature`` and ``get_forecast`` (fake but
   deterministic data derived from the city name);
 * test helpers: ``slow_echo`` (sleeps before answering) and ``fail`` (always
-  raises a tool error).
+  raises a tool error);
+* failure-mode helpers: ``crash_server`` (the server process exits in the middle
+  of the call, after recording a note), ``never_answer`` (the call never
+  completes; a client timeout is the only way out) and ``server_pid`` (the
+  process id, to tell server processes apart).
 
 Failure modes useful for tests (flag or environment variable):
 
 * ``--no-test-tools`` / ``EXAMPLE_MCP_NO_TEST_TOOLS=1``: do not register
-  ``slow_echo`` and ``fail``;
+  ``slow_echo``, ``fail`` and the failure-mode helpers;
 * ``--startup-delay SECONDS`` / ``EXAMPLE_MCP_STARTUP_DELAY``: sleep before
   serving (simulates a slow server start);
 * ``--fail-startup`` / ``EXAMPLE_MCP_FAIL_STARTUP=1``: exit with status 1
@@ -73,7 +77,7 @@ def _env_flag(name: str) -> bool:
 
 
 def build_server(*, test_tools: bool = True) -> MCPServer:
-    """Build the server; ``test_tools`` controls whether ``slow_echo``/``fail`` exist."""
+    """Build the server; ``test_tools`` controls whether the test and failure-mode tools exist."""
     server = MCPServer(name="notes-weather", version="0.1.0", instructions=INSTRUCTIONS, log_level="WARNING")
     notes: dict[int, Note] = {}
     next_id = [1]
@@ -157,6 +161,29 @@ def build_server(*, test_tools: bool = True) -> MCPServer:
         def fail(message: Annotated[str, Field(description="Error message to raise.")] = "boom") -> str:
             """Always fail with a tool error carrying `message` (for error-handling tests)."""
             raise ToolError(message)
+
+        @server.tool()
+        async def crash_server(
+            title: Annotated[str, Field(description="Title of the note stored before the crash.")] = "half-done",
+            exit_code: Annotated[int, Field(description="Exit status of the server process.")] = 3,
+        ) -> str:
+            """Store a note, then terminate the whole server process without answering (a crash mid-call)."""
+            note = Note(id=next_id[0], title=title, body="written before the crash")
+            notes[note["id"]] = note
+            next_id[0] += 1
+            print(f"mcp_server: crashing mid-call with status {exit_code}", file=sys.stderr, flush=True)
+            os._exit(exit_code)
+
+        @server.tool()
+        def server_pid() -> int:
+            """The operating-system process id of this server (to tell server processes apart in tests)."""
+            return os.getpid()
+
+        @server.tool()
+        async def never_answer() -> str:
+            """Never complete (for client-side timeout tests)."""
+            await asyncio.Event().wait()
+            return "unreachable"
 
     return server
 

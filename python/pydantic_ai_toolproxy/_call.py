@@ -162,6 +162,44 @@ def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any], member: Memb
     return ToolRetryError(part)
 
 
+def _uncertain(member: Member, what: str, error: BaseException, fallback: str = '') -> str:
+    """The failure message of a call whose effects are unknown (spec: "Uncertain effects"). `fallback` describes
+    the error when its own text is empty (a bare `TimeoutError`)."""
+    detail = str(error) or fallback
+    return (
+        f'Tool {member.local_name!r} in group {member.group!r} {what} ({type(error).__name__}: '
+        f'{_cut(detail, MAX_ERROR_CHARS)}). Its outcome is uncertain: it may have had effects. Check the current '
+        'state before retrying, especially before repeating a change.'
+    )
+
+
+_MCP_INTERRUPTED_CODES = frozenset({-32000, -32001, -32603})
+"""MCP/JSON-RPC error codes after which a call may or may not have run: connection closed, request timeout,
+internal error."""
+
+
+def _interrupted_by(error: BaseException) -> BaseException | None:
+    """The transport failure behind a target's retry, if any: a timeout, a lost connection or process, or an MCP
+    error with an interrupted-call code. Pydantic AI's MCP toolset maps these to `ModelRetry` (its default
+    `tool_error_behavior`); through the proxy they are uncertain-outcome failures instead, since the call may have
+    run. A retry the tool asked for itself, or a validation error, has no such cause and stays a retry."""
+    import anyio
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen and len(seen) < 32:
+        seen.add(id(current))
+        if isinstance(
+            current,
+            (TimeoutError, ConnectionError, EOFError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream),
+        ):
+            return current
+        if type(current).__name__ in ('MCPError', 'McpError') and getattr(current, 'code', None) in _MCP_INTERRUPTED_CODES:
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
 async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool: Any, arguments: Any) -> Any:
     """Run the target through `ctx.tool_manager.handle_call` and return its result.
 
@@ -183,6 +221,9 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
     try:
         result = await manager.handle_call(call)
     except ToolRetryError as e:
+        if (cause := _interrupted_by(e)) is not None:  # e.g. an MCP server that timed out or died mid-call
+            said = e.tool_retry.model_response_str(wrap_if_error=False) if isinstance(e.tool_retry, ToolReturnPart) else ''
+            raise ToolFailed(_uncertain(member, 'did not complete', cause, said)) from e
         raise _as_envelope_retry(e, ctx, member, runtime.config.search_name) from None
     except ToolFailedError as e:
         raise ToolFailed(e.tool_failed.model_response_str(wrap_if_error=False)) from None
@@ -194,12 +235,7 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
     except (AgentRunError, UserError, ModelRetry, ToolFailed):
         raise
     except Exception as e:
-        raise ToolFailed(
-            f'Tool {member.local_name!r} in group {member.group!r} failed unexpectedly '
-            f'({type(e).__name__}: {_cut(str(e), MAX_ERROR_CHARS)}). '
-            'Its outcome is uncertain: it may have had effects. Check the current state before retrying, '
-            'especially before repeating a change.'
-        ) from e
+        raise ToolFailed(_uncertain(member, 'failed unexpectedly', e)) from e
     finally:
         dispatching.reset(token)
     if isinstance(result, ToolDenied):
