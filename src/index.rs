@@ -1,15 +1,32 @@
 //! Incremental inverted index over tool records with BM25F-style ranking.
 //!
-//! Every record has four fields, each tokenized with [`crate::tokenize`]:
+//! Every record has five fields, each tokenized with [`crate::tokenize`]:
 //!
-//! | field | text | weight |
-//! | --- | --- | --- |
-//! | name | local tool name | 3.0 |
-//! | group | group name | 1.5 |
-//! | description | tool description | 1.0 |
-//! | parameters | parameter names, nested parameter descriptions and titles | 0.5 |
+//! | field | text | weight | length normalization `b` |
+//! | --- | --- | --- | --- |
+//! | name | local tool name | 3.0 | 0.15 |
+//! | group | group name | 0.37 | 0 |
+//! | description | tool description | 1.4 | 1.0 |
+//! | parameter names | keys of every `properties` mapping | 2.0 | 0.6 |
+//! | parameter text | descriptions, titles and string `enum` values inside parameter schemas | 0.5 | 0.2 |
 //!
-//! Terms are interned to `u32` ids; each term has a posting list of `(doc, per-field tf)`.
+//! Tokens are interned to `u32` term ids; each term has a posting list of `(doc, per-field tf)`.
+//! Terms sharing an English stem ([`crate::terms::term`]) form a *stem class*.
+//!
+//! ## Score
+//!
+//! For each distinct query token, a document's gain is the larger of two BM25F gains
+//! (`k1 = 1.2`, field weights and `b` above, `idf = ln(1 + (N - df + 0.5) / (df + 0.5))` over
+//! live documents): one for the token itself, one for its stem class (term frequencies of all
+//! the class's terms summed, `df` = documents holding any of them). So `restaurants` finds
+//! `restaurant`, while an exact rare form keeps its higher rarity. A token that is an English
+//! function word ([`crate::terms::is_stopword`]) gains `0.3` times as much. The summed gains
+//! are multiplied by `1 + 1.5 * coverage`, where coverage is the weight of the matched query
+//! tokens over the number of distinct query tokens, so documents matching more of the query
+//! come first. A term found in nearly every document has an `idf` near zero, so a shared
+//! prefix such as `github_` cannot outrank a specific match. The weights were chosen on the BFCL
+//! benchmark in `bench/quality.py` as one global setting (never per category).
+//!
 //! Removing a record only marks its document dead (queries skip it); the index compacts
 //! itself when dead documents exceed a quarter of all documents. Re-upserting an unchanged
 //! record is a no-op; a changed one is removed and added again, leaving other records alone.
@@ -22,6 +39,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
+use crate::terms::{is_stopword, Dictionary};
 use crate::tokenize::for_each_token;
 
 /// Deepest schema nesting the parameter walk descends into.
@@ -37,22 +55,48 @@ pub const MAX_PARAMETER_TEXT_BYTES: usize = 16 * 1024;
 /// Most tokens indexed per field of one record.
 pub const MAX_FIELD_TOKENS: u32 = 4096;
 
-const FIELDS: usize = 4;
+const FIELDS: usize = 5;
 const NAME: usize = 0;
 const GROUP: usize = 1;
 const DESCRIPTION: usize = 2;
-const PARAMETERS: usize = 3;
-/// Field weights: tool name, group name, description, parameters.
-const WEIGHTS: [f32; FIELDS] = [3.0, 1.5, 1.0, 0.5];
-/// BM25 length normalization per field.
-const LENGTH_NORMALIZATION: [f32; FIELDS] = [0.3, 0.0, 0.75, 0.75];
+const PARAMETER_NAMES: usize = 3;
+const PARAMETER_TEXT: usize = 4;
+/// Field weights: tool name, group name, description, parameter names, parameter text.
+const WEIGHTS: [f32; FIELDS] = [3.0, 0.37, 1.4, 2.0, 0.5];
+/// BM25 length normalization `b` per field.
+const LENGTH_NORMALIZATION: [f32; FIELDS] = [0.15, 0.0, 1.0, 0.6, 0.2];
 /// BM25 term-frequency saturation.
 const K1: f32 = 1.2;
+/// Query weight of an English function word, relative to other tokens.
+const STOPWORD_WEIGHT: f32 = 0.3;
+/// Score factor per unit of query coverage: `score * (1 + COVERAGE_BOOST * coverage)`.
+const COVERAGE_BOOST: f32 = 1.5;
 
 thread_local! {
-    /// Per-thread score accumulator, indexed by document and kept zeroed between queries, so a
+    /// Per-thread query accumulators, indexed by document and kept zeroed between queries, so a
     /// query touches only the entries of matching documents instead of allocating.
-    static SCORE_SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SCORE_SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// Per-document accumulators of one query; every entry is zero between queries.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// Summed, weighted gains and summed query weights of the matched tokens.
+    score: Vec<[f32; 2]>,
+    /// Gain of the current query token.
+    gain: Vec<f32>,
+    /// Per-field term frequencies of the current stem class.
+    class_tf: Vec<[u16; FIELDS]>,
+}
+
+impl Scratch {
+    fn fit(&mut self, docs: usize) {
+        if self.score.len() < docs {
+            self.score.resize(docs, [0.0; 2]);
+            self.gain.resize(docs, 0.0);
+            self.class_tf.resize(docs, [0; FIELDS]);
+        }
+    }
 }
 
 /// One tool as the index sees it.
@@ -63,8 +107,34 @@ pub struct Record {
     pub group: String,
     pub tool: String,
     pub description: String,
-    /// Parameter names and nested descriptions/titles, see [`collect_parameter_text`].
-    pub parameter_text: Vec<String>,
+    /// Parameter names and texts, see [`collect_parameter_text`].
+    pub parameter_text: ParameterText,
+}
+
+/// The searchable text of a parameters JSON schema (see [`collect_parameter_text`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParameterText {
+    /// Parameter names: the keys of every `properties` mapping, at any depth.
+    pub names: Vec<String>,
+    /// Descriptions, titles and string `enum` values inside the parameter schemas.
+    pub texts: Vec<String>,
+}
+
+impl ParameterText {
+    /// `true` without names and texts.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.texts.is_empty()
+    }
+
+    /// Number of names and texts.
+    pub fn len(&self) -> usize {
+        self.names.len() + self.texts.len()
+    }
+
+    /// The names, then the texts.
+    pub fn iter(&self) -> impl Iterator<Item = &String> {
+        self.names.iter().chain(&self.texts)
+    }
 }
 
 /// Read access to one node of a parameters JSON schema of unknown shape.
@@ -108,14 +178,15 @@ pub fn truncate_str(text: &str, max_bytes: usize) -> &str {
 }
 
 /// Collects the searchable parameter text of a parameters JSON schema: the keys of every
-/// `properties` mapping (parameter names) and the string values of `description` and `title`
-/// keys inside the schemas of those properties, at any depth.
+/// `properties` mapping (parameter names, into [`ParameterText::names`]) and, inside the schemas
+/// of those properties at any depth, the string values of `description` and `title` keys and the
+/// string items of `enum` lists (into [`ParameterText::texts`]).
 ///
 /// The walk is iterative (explicit stack), stops descending at [`MAX_SCHEMA_DEPTH`] and after
-/// [`MAX_SCHEMA_NODES`] visited nodes, and skips anything unreadable, so recursive, very deep
-/// or huge objects are safe.
-pub fn collect_parameter_text<N: SchemaNode>(root: N) -> Vec<String> {
-    let mut out = Vec::new();
+/// [`MAX_SCHEMA_NODES`] visited nodes, keeps at most [`MAX_PARAMETER_TEXT_BYTES`] of text in
+/// all, and skips anything unreadable, so recursive, very deep or huge objects are safe.
+pub fn collect_parameter_text<N: SchemaNode>(root: N) -> ParameterText {
+    let mut out = ParameterText::default();
     let mut text_bytes = 0usize;
     let mut budget = MAX_SCHEMA_NODES;
     let mut push_text = |out: &mut Vec<String>, text: String| {
@@ -146,14 +217,25 @@ pub fn collect_parameter_text<N: SchemaNode>(root: N) -> Vec<String> {
                         budget = budget.saturating_sub(properties.len());
                         for (name, schema) in properties {
                             if let Some(name) = name {
-                                push_text(&mut out, name);
+                                push_text(&mut out.names, name);
                             }
                             stack.push((schema, depth + 2, true));
                         }
                     }
                     "description" | "title" if in_property => {
                         if let Some(text) = value.string(MAX_SCHEMA_STRING_BYTES) {
-                            push_text(&mut out, text);
+                            push_text(&mut out.texts, text);
+                        }
+                    }
+                    "enum" if in_property => {
+                        let Some(items) = value.sequence_items(budget) else {
+                            continue;
+                        };
+                        budget = budget.saturating_sub(items.len());
+                        for item in items {
+                            if let Some(text) = item.string(MAX_SCHEMA_STRING_BYTES) {
+                                push_text(&mut out.texts, text);
+                            }
                         }
                     }
                     _ => stack.push((value, depth + 1, in_property)),
@@ -208,13 +290,18 @@ fn fingerprint(record: &Record) -> u64 {
     feed(record.group.as_bytes());
     feed(record.tool.as_bytes());
     feed(record.description.as_bytes());
-    for text in &record.parameter_text {
+    let parameters = &record.parameter_text;
+    feed(&(parameters.names.len() as u64).to_le_bytes());
+    for text in parameters.names.iter().chain(&parameters.texts) {
         feed(text.as_bytes());
     }
     hash
 }
 
+/// One document of a posting list and the term's frequency in each of its fields (saturating).
+/// Packed to 9 bytes: queries stream whole posting lists, so their size is their speed.
 #[derive(Debug, Clone, Copy)]
+#[repr(C, packed)]
 struct Posting {
     doc: u32,
     tf: [u8; FIELDS],
@@ -245,6 +332,17 @@ struct Candidate {
     rank: u32,
 }
 
+/// One distinct token of a query, resolved against the term dictionary.
+#[derive(Debug)]
+struct QueryToken<'a> {
+    /// The token's own term, if indexed.
+    term: Option<u32>,
+    /// The terms sharing its stem (empty if none is indexed).
+    class: &'a [u32],
+    /// 1, or [`STOPWORD_WEIGHT`] for an English function word.
+    weight: f32,
+}
+
 /// The search index. Cheap to query concurrently (`&self`), mutated with `&mut self`.
 #[derive(Debug, Default)]
 pub struct SearchIndex {
@@ -257,7 +355,8 @@ pub struct SearchIndex {
     live: usize,
     dead: usize,
     live_field_tokens: [u64; FIELDS],
-    terms: FxMap<Box<str>, u32>,
+    terms: Dictionary<BuildHasherDefault<FxHasher>>,
+    /// Posting lists by term id.
     postings: Vec<Vec<Posting>>,
     by_key: FxMap<Arc<str>, u32>,
     by_tool_folded: FxMap<Box<str>, Vec<u32>>,
@@ -368,15 +467,10 @@ impl SearchIndex {
                         return;
                     }
                     lens[field] += 1;
-                    let term = match terms.get(token) {
-                        Some(&term) => term,
-                        None => {
-                            let term = postings.len() as u32;
-                            postings.push(Vec::new());
-                            terms.insert(Box::from(token), term);
-                            term
-                        }
-                    };
+                    let term = terms.intern(token);
+                    if term as usize == postings.len() {
+                        postings.push(Vec::new());
+                    }
                     let tf = &mut tfs.entry(term).or_default()[field];
                     *tf = tf.saturating_add(1);
                 });
@@ -388,10 +482,13 @@ impl SearchIndex {
                 truncate_str(&record.description, MAX_DESCRIPTION_BYTES),
             );
             let mut budget = MAX_PARAMETER_TEXT_BYTES;
-            for text in &record.parameter_text {
+            let parameters = &record.parameter_text;
+            let texts = parameters.names.iter().map(|text| (PARAMETER_NAMES, text));
+            let texts = texts.chain(parameters.texts.iter().map(|text| (PARAMETER_TEXT, text)));
+            for (field, text) in texts {
                 let text = truncate_str(text, budget);
                 budget -= text.len();
-                add_text(PARAMETERS, text);
+                add_text(field, text);
                 if budget == 0 {
                     break;
                 }
@@ -496,17 +593,15 @@ impl SearchIndex {
                 new != u32::MAX
             });
         }
+        let mut term_remap = vec![u32::MAX; postings.len()];
         let mut kept: Vec<Vec<Posting>> = Vec::with_capacity(postings.len());
-        self.terms.retain(|_, term| {
-            let list = std::mem::take(&mut postings[*term as usize]);
-            if list.is_empty() {
-                false
-            } else {
-                *term = kept.len() as u32;
+        for (slot, list) in term_remap.iter_mut().zip(postings) {
+            if !list.is_empty() {
+                *slot = kept.len() as u32;
                 kept.push(list);
-                true
             }
-        });
+        }
+        self.terms.remap(&term_remap);
         self.postings = kept;
 
         for doc in self.by_key.values_mut() {
@@ -550,20 +645,28 @@ impl SearchIndex {
             }
             allowed
         });
-        let mut terms: Vec<u32> = Vec::new();
-        let mut has_tokens = false;
+        let mut distinct: FxMap<String, ()> = FxMap::default();
+        let mut tokens: Vec<QueryToken<'_>> = Vec::new();
         for_each_token(query, |token| {
-            has_tokens = true;
-            if let Some(&term) = self.terms.get(token) {
-                if !terms.contains(&term) {
-                    terms.push(term);
-                }
+            if distinct.contains_key(token) {
+                return;
             }
+            distinct.insert(token.to_owned(), ());
+            let term = self.terms.get(token);
+            tokens.push(QueryToken {
+                term,
+                class: self.terms.stem_class(token, term),
+                weight: if is_stopword(token) {
+                    STOPWORD_WEIGHT
+                } else {
+                    1.0
+                },
+            });
         });
-        if has_tokens {
-            self.ranked(query, &terms, allowed.as_deref(), offset, limit)
-        } else {
+        if tokens.is_empty() {
             self.browse(allowed.as_deref(), offset, limit)
+        } else {
+            self.ranked(query, &tokens, allowed.as_deref(), offset, limit)
         }
     }
 
@@ -607,7 +710,7 @@ impl SearchIndex {
     fn ranked(
         &self,
         query: &str,
-        terms: &[u32],
+        tokens: &[QueryToken<'_>],
         allowed: Option<&[bool]>,
         offset: usize,
         limit: usize,
@@ -629,8 +732,8 @@ impl SearchIndex {
         exact.dedup();
 
         let mut candidates = SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scores) => self.score(terms, &exact, allowed, &mut scores),
-            Err(_) => self.score(terms, &exact, allowed, &mut Vec::new()),
+            Ok(mut scratch) => self.score(tokens, &exact, allowed, &mut scratch),
+            Err(_) => self.score(tokens, &exact, allowed, &mut Scratch::default()),
         });
         let total = candidates.len();
         let end = offset.saturating_add(limit).min(total);
@@ -650,68 +753,131 @@ impl SearchIndex {
         (total, keys)
     }
 
-    /// Scores the selectable documents matching `terms` and returns them, plus the `exact`
-    /// documents, as candidates. `scores` is a zeroed scratch buffer; it is left zeroed.
+    /// Scores the selectable documents matching `tokens` (see the module docs) and returns them,
+    /// plus the `exact` documents, as candidates. `scratch` must be zeroed; it is left zeroed.
     fn score(
         &self,
-        terms: &[u32],
+        tokens: &[QueryToken<'_>],
         exact: &[u32],
         allowed: Option<&[bool]>,
-        scores: &mut Vec<f32>,
+        scratch: &mut Scratch,
     ) -> Vec<Candidate> {
-        if scores.len() < self.docs.len() {
-            scores.resize(self.docs.len(), 0.0);
-        }
+        scratch.fit(self.docs.len());
         let selectable = |doc: u32| {
             let index = doc as usize;
             self.alive[index]
                 && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
         };
         let live = self.live as f32;
+        let idf = |df: usize| (1.0 + (live - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
         let (base, slope) = self.length_factors();
-        let mut touched: Vec<u32> = Vec::new();
-        for &term in terms {
-            let postings = &self.postings[term as usize];
-            let df = postings
-                .iter()
-                .filter(|posting| self.alive[posting.doc as usize])
-                .count() as f32;
-            if df == 0.0 {
-                continue;
-            }
-            let idf = (1.0 + (live - df + 0.5) / (df + 0.5)).ln();
-            for posting in postings {
-                if !selectable(posting.doc) {
-                    continue;
+        // BM25F: length-normalized, weighted field frequencies summed, then saturated.
+        let gain = |doc: u32, tf: [u16; FIELDS], idf: f32| {
+            let lens = &self.doc_lens[doc as usize];
+            let mut sum = 0.0f32;
+            for field in 0..FIELDS {
+                if tf[field] != 0 {
+                    let norm = base[field] + slope[field] * f32::from(lens[field]);
+                    sum += WEIGHTS[field] * f32::from(tf[field]) / norm.max(1e-3);
                 }
-                let lens = &self.doc_lens[posting.doc as usize];
-                let mut tf = 0.0f32;
-                for field in 0..FIELDS {
-                    if posting.tf[field] != 0 {
-                        let norm = base[field] + slope[field] * f32::from(lens[field]);
-                        tf += WEIGHTS[field] * f32::from(posting.tf[field]) / norm.max(1e-3);
+            }
+            idf * sum * (K1 + 1.0) / (sum + K1)
+        };
+        let mut touched: Vec<u32> = Vec::new();
+        let mut token_docs: Vec<u32> = Vec::new();
+        let mut class_docs: Vec<u32> = Vec::new();
+        for token in tokens {
+            // Without other terms of its stem, a token's gain is its own term's: added directly.
+            // Otherwise the two gains meet in `scratch.gain` and the larger is added.
+            let variants = token.class.iter().any(|&member| Some(member) != token.term);
+            token_docs.clear();
+            if let Some(term) = token.term {
+                let postings = &self.postings[term as usize];
+                let df = if self.dead == 0 {
+                    postings.len()
+                } else {
+                    postings
+                        .iter()
+                        .filter(|posting| self.alive[posting.doc as usize])
+                        .count()
+                };
+                let idf = idf(df);
+                for posting in postings.iter().filter(|posting| selectable(posting.doc)) {
+                    let doc_gain = gain(posting.doc, posting.tf.map(u16::from), idf);
+                    let index = posting.doc as usize;
+                    if variants {
+                        // Settled below, against the stem class's gain.
+                        scratch.gain[index] = doc_gain;
+                        token_docs.push(posting.doc);
+                        continue;
+                    }
+                    let [score, matched] = &mut scratch.score[index];
+                    if *matched == 0.0 {
+                        touched.push(posting.doc);
+                    }
+                    *score += token.weight * doc_gain;
+                    *matched += token.weight;
+                }
+            }
+            if variants {
+                class_docs.clear();
+                for &member in token.class {
+                    for posting in &self.postings[member as usize] {
+                        if !self.alive[posting.doc as usize] {
+                            continue;
+                        }
+                        let sum = &mut scratch.class_tf[posting.doc as usize];
+                        if *sum == [0; FIELDS] {
+                            class_docs.push(posting.doc);
+                        }
+                        for (total, tf) in sum.iter_mut().zip(posting.tf) {
+                            *total = total.saturating_add(u16::from(tf));
+                        }
                     }
                 }
-                let gain = idf * tf * (K1 + 1.0) / (tf + K1);
-                let score = &mut scores[posting.doc as usize];
-                if *score == 0.0 {
-                    touched.push(posting.doc);
+                let idf = idf(class_docs.len());
+                for &doc in &class_docs {
+                    let tf = std::mem::take(&mut scratch.class_tf[doc as usize]);
+                    if !selectable(doc) {
+                        continue;
+                    }
+                    let class_gain = gain(doc, tf, idf);
+                    let best = &mut scratch.gain[doc as usize];
+                    if *best == 0.0 {
+                        token_docs.push(doc);
+                    }
+                    *best = best.max(class_gain);
                 }
-                *score += gain;
+            }
+            for &doc in &token_docs {
+                let index = doc as usize;
+                let doc_gain = std::mem::take(&mut scratch.gain[index]);
+                let [score, matched] = &mut scratch.score[index];
+                if *matched == 0.0 {
+                    touched.push(doc);
+                }
+                *score += token.weight * doc_gain;
+                *matched += token.weight;
             }
         }
 
+        let query_tokens = tokens.len() as f32;
         let mut candidates: Vec<Candidate> = touched
             .iter()
-            .map(|&doc| Candidate {
-                doc,
-                exact: exact.binary_search(&doc).is_ok(),
-                score: scores[doc as usize],
-                rank: self.doc_rank[doc as usize],
+            .map(|&doc| {
+                let index = doc as usize;
+                let [score, matched] = std::mem::take(&mut scratch.score[index]);
+                let coverage = matched / query_tokens;
+                Candidate {
+                    doc,
+                    exact: exact.binary_search(&doc).is_ok(),
+                    score: score * (1.0 + COVERAGE_BOOST * coverage),
+                    rank: self.doc_rank[doc as usize],
+                }
             })
             .collect();
         for &doc in exact {
-            if scores[doc as usize] == 0.0 {
+            if !touched.contains(&doc) {
                 candidates.push(Candidate {
                     doc,
                     exact: true,
@@ -719,9 +885,6 @@ impl SearchIndex {
                     rank: self.doc_rank[doc as usize],
                 });
             }
-        }
-        for &doc in &touched {
-            scores[doc as usize] = 0.0;
         }
         candidates
     }
@@ -770,7 +933,7 @@ mod tests {
             group: group.to_owned(),
             tool: tool.to_owned(),
             description: description.to_owned(),
-            parameter_text: Vec::new(),
+            parameter_text: ParameterText::default(),
         }
     }
 
@@ -921,6 +1084,16 @@ mod tests {
                     ),
                     ("description", map(&[("title", text("Free Text"))])),
                     (
+                        "unit",
+                        map(&[
+                            (
+                                "enum",
+                                list(vec![text("celsius"), Value::Int, text("kelvin")]),
+                            ),
+                            ("items", map(&[("enum", list(vec![text("deep")]))])),
+                        ]),
+                    ),
+                    (
                         "address",
                         map(&[(
                             "anyOf",
@@ -938,19 +1111,32 @@ mod tests {
             ),
         ]);
         let mut collected = collect_parameter_text(schema);
-        collected.sort();
+        collected.names.sort();
+        collected.texts.sort();
         assert_eq!(
-            collected,
+            collected.names,
             [
-                "Free Text",
-                "Numeric customer ID",
                 "address",
                 "customer_id",
                 "description",
                 "sku",
+                "unit",
                 "zip_code"
             ]
         );
+        assert_eq!(
+            collected.texts,
+            [
+                "Free Text",
+                "Numeric customer ID",
+                "celsius",
+                "deep",
+                "kelvin"
+            ]
+        );
+        // An `enum` outside a property schema is not parameter text.
+        let top = map(&[("enum", list(vec![text("x")]))]);
+        assert!(collect_parameter_text(top).is_empty());
     }
 
     #[test]
@@ -977,7 +1163,7 @@ mod tests {
         for _ in 0..10 {
             shallow = map(&[("items", shallow)]);
         }
-        assert_eq!(collect_parameter_text(shallow), ["top"]);
+        assert_eq!(collect_parameter_text(shallow).names, ["top"]);
         // The node budget bounds huge schemas.
         let huge = map(&[(
             "properties",
@@ -1260,7 +1446,10 @@ mod tests {
     fn parameters_and_cjk_are_searchable() {
         let mut index = SearchIndex::new();
         let mut with_params = record("crm", "lookup", "Look something up");
-        with_params.parameter_text = vec!["customer_id".into(), "Numeric customer ID".into()];
+        with_params.parameter_text = ParameterText {
+            names: vec!["customer_id".into()],
+            texts: vec!["Numeric customer ID".into()],
+        };
         index.upsert([
             with_params,
             record("docs", "fetch", "获取用户信息"),
@@ -1303,7 +1492,10 @@ mod bench {
                     .map(|_| nouns[next(nouns.len())].as_str())
                     .collect::<Vec<_>>()
                     .join(" ");
-                let parameter_text = (0..4).map(|_| nouns[next(nouns.len())].clone()).collect();
+                let parameter_text = ParameterText {
+                    names: (0..4).map(|_| nouns[next(nouns.len())].clone()).collect(),
+                    texts: Vec::new(),
+                };
                 Record {
                     key: format!("{group}__{tool}"),
                     group,

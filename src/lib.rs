@@ -6,6 +6,7 @@
 //!
 //! * [`names`]: group-name, description, tool-name and configuration validation, canonical names.
 //! * [`tokenize`]: the one tokenizer used for indexed records and for queries.
+//! * [`terms`]: index terms of tokens (English stemming) and query weights of function words.
 //! * [`index`]: the incremental inverted index with BM25F-style ranking.
 //! * [`page`]: byte-exact planning of budgeted search-result pages.
 
@@ -14,6 +15,7 @@ use std::fmt;
 pub mod index;
 pub mod names;
 pub mod page;
+pub mod terms;
 pub mod tokenize;
 
 #[cfg(feature = "python")]

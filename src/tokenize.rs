@@ -10,13 +10,16 @@
 //! * Han, Hiragana, Katakana and Hangul runs emit overlapping character bigrams (a lone
 //!   character emits itself), so a query word found inside an unsegmented sentence matches.
 //!
-//! Tokens are lower-cased with Unicode rules (diacritics are kept; final sigma folds to sigma).
+//! Tokens are case-folded with Unicode rules (lower case, plus `ß` -> `ss`, final sigma -> sigma
+//! and the Latin ligatures) and put in Unicode normalization form C; diacritics are kept.
 //! A Latin-like run split at case boundaries also yields itself whole (`GitHub` -> `git`,
 //! `hub`, `github`), and a chunk of two or more pieces without CJK yields a *compound* token:
 //! its lower-cased pieces joined with `_` (`github-get-me` -> ..., `github_get_me`), so a full
 //! identifier matches strongly.
 //!
 //! Matching is whole-token only: `me` never matches inside `comment`.
+
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 /// Tokens longer than this many bytes are dropped (they are never useful search terms, and
 /// dropping them bounds the dictionary). Queries and records are treated alike.
@@ -145,10 +148,33 @@ fn cjk_run(run: &str, emit: &mut impl FnMut(&str)) {
     }
 }
 
-/// Appends the Unicode lower case of `text`, folding final sigma to sigma.
+/// Appends the case folding of `text` in Unicode normalization form C (NFC).
+///
+/// Folding is Unicode lower case plus the full case foldings that lower case misses: `ß`/`ẞ` ->
+/// `ss`, final sigma -> `σ`, long s -> `s`, and the Latin ligatures `ﬀ`..`ﬆ` -> their letters.
+/// NFC makes precomposed and decomposed diacritics (`ệ` and `e` + U+0323 + U+0302) one token.
 fn push_lowercase(out: &mut String, text: &str) {
-    for c in text.chars().flat_map(char::to_lowercase) {
-        out.push(if c == 'ς' { 'σ' } else { c });
+    let start = out.len();
+    for c in text.chars() {
+        match c {
+            'ß' | 'ẞ' => out.push_str("ss"),
+            'ς' => out.push('σ'),
+            'ſ' => out.push('s'),
+            'ﬀ' => out.push_str("ff"),
+            'ﬁ' => out.push_str("fi"),
+            'ﬂ' => out.push_str("fl"),
+            'ﬃ' => out.push_str("ffi"),
+            'ﬄ' => out.push_str("ffl"),
+            'ﬅ' | 'ﬆ' => out.push_str("st"),
+            _ if c.is_ascii() => out.push(c.to_ascii_lowercase()),
+            _ => out.extend(c.to_lowercase()),
+        }
+    }
+    let folded = &out[start..];
+    if !folded.is_ascii() && is_nfc_quick(folded.chars()) != IsNormalized::Yes {
+        let composed: String = folded.nfc().collect();
+        out.truncate(start);
+        out.push_str(&composed);
     }
 }
 
@@ -273,10 +299,13 @@ mod tests {
             toks("ПолучитьДанные"),
             ["получить", "данные", "получитьданные"]
         );
-        assert_eq!(toks("Straße GROẞ"), ["straße", "groß"]);
+        assert_eq!(toks("Straße GROẞ STRASSE"), ["strasse", "gross", "strasse"]);
+        assert_eq!(toks("ﬁle"), ["file"]);
         assert_eq!(toks("Tiếng Việt ĐẸP"), ["tiếng", "việt", "đẹp"]);
-        // Decomposed diacritics stay inside the word.
-        assert_eq!(toks("Vie\u{302}\u{323}t"), ["vie\u{302}\u{323}t"]);
+        // Decomposed diacritics stay inside the word and compose, in any mark order.
+        assert_eq!(toks("Vie\u{302}\u{323}t"), ["việt"]);
+        assert_eq!(toks("VIE\u{323}\u{302}T"), ["việt"]);
+        assert_eq!(toks("Cà phê SỮA đá"), ["cà", "phê", "sữa", "đá"]);
         assert_eq!(toks("ΟΔΟΣ οδος"), ["οδοσ", "οδοσ"]);
         assert_eq!(toks("हिन्दी भाषा"), ["हिन्दी", "भाषा"]);
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use toolproxy_core::index::{Record, SearchIndex};
+use toolproxy_core::index::{ParameterText, Record, SearchIndex};
 use toolproxy_core::page::{page_size, plan_page};
 
 const WORDS: [&str; 12] = [
@@ -26,7 +26,10 @@ fn record(group: usize, tool: &[usize], description: &[usize], serial: usize) ->
         group,
         tool: tool_name,
         description: description.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" "),
-        parameter_text: vec![WORDS[description.first().copied().unwrap_or(0)].to_owned()],
+        parameter_text: ParameterText {
+            names: vec![WORDS[description.first().copied().unwrap_or(0)].to_owned()],
+            texts: Vec::new(),
+        },
     }
 }
 

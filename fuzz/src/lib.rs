@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arbitrary::{Arbitrary, Unstructured};
-use toolproxy_core::index::{collect_parameter_text, Record, SchemaNode, SearchIndex};
+use toolproxy_core::index::{collect_parameter_text, ParameterText, Record, SchemaNode, SearchIndex};
 use toolproxy_core::page::{page_size, plan_page};
 use toolproxy_core::tokenize::{tokenize, MAX_TOKEN_BYTES};
 
@@ -262,11 +262,11 @@ impl<'a> SchemaNode for ArenaNode<'a> {
 }
 
 /// The parameter text of a schema input, asserting the walk's documented bounds.
-pub fn parameter_text(input: &SchemaInput) -> Vec<String> {
+pub fn parameter_text(input: &SchemaInput) -> ParameterText {
     use toolproxy_core::index::{MAX_PARAMETER_TEXT_BYTES, MAX_SCHEMA_NODES, MAX_SCHEMA_STRING_BYTES};
     let arena = Arena::build(input);
     let Some(root) = arena.root() else {
-        return Vec::new();
+        return ParameterText::default();
     };
     let text = collect_parameter_text(root);
     let bytes: usize = text.iter().map(String::len).sum();
