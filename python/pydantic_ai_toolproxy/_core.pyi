@@ -100,8 +100,11 @@ class SearchIndex:
 
     Records are ``(key, group, tool, description, parameters_json_schema)`` tuples, where ``key`` is
     the canonical name. Ranking is deterministic: an exact name match first (the trimmed,
-    lower-cased query equals a record's lower-cased tool name or key), then a BM25F score over the
-    tool name, group name, description and parameter text, then ``(group, tool)`` in byte order.
+    lower-cased query equals a record's lower-cased tool name or key), then a BM25F score over five
+    fields (tool name, group name, description, parameter names, parameter texts) where English words
+    also match through their stem (``restaurants`` ~ ``restaurant``), English function words weigh
+    less and documents matching more of the query rank higher, then ``(group, tool)`` in byte order.
+    See ``src/index.rs`` for the weights and the README's "Search quality" for the benchmark.
 
     Safe to share between threads: searches run concurrently without the GIL; updates are
     serialized.
@@ -123,9 +126,9 @@ class SearchIndex:
 
         ``parameters_json_schema`` may be any object. Only ``dict``, ``list``, ``tuple`` and ``str``
         are read, iteratively and with caps (depth 32, 2000 nodes per tool): the keys of every
-        ``"properties"`` mapping (parameter names) and the string values of ``"description"`` /
-        ``"title"`` inside the property schemas become searchable parameter text. Anything else,
-        including non-``str`` keys, is skipped.
+        ``"properties"`` mapping (parameter names) and, inside the property schemas, the string values
+        of ``"description"`` / ``"title"`` and the string items of ``"enum"`` lists become searchable
+        parameter text. Anything else, including non-``str`` keys, is skipped.
         """
 
     def remove(self, keys: list[str]) -> None:
@@ -142,7 +145,8 @@ class SearchIndex:
         browses: every selected record, in ``(group, tool)`` byte order. Otherwise only records
         matching at least one query token count towards ``total``, ranked as described on the
         class. Tokens are whole words (``me`` does not match ``comment``), split at camelCase and
-        ``_``/``-``, lower-cased; CJK text matches by character bigrams.
+        ``_``/``-`` (the whole identifier stays a token too), case-folded (``ß`` = ``ss``) and in NFC;
+        Chinese, Japanese and Korean text matches by character bigrams.
 
         The GIL is released while ranking. Raises ``ValueError`` for a negative ``offset`` or
         ``limit``.
