@@ -18,7 +18,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use arbitrary::{Arbitrary, Unstructured};
-use toolproxy_core::index::{collect_parameter_text, ParameterText, Record, SchemaNode, SearchIndex};
+use toolproxy_core::index::{
+    collect_parameter_text, ParameterText, Record, SchemaNode, SearchIndex,
+};
 use toolproxy_core::page::{page_size, plan_page};
 use toolproxy_core::tokenize::{tokenize, MAX_TOKEN_BYTES};
 
