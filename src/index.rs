@@ -36,7 +36,6 @@
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::terms::{is_stopword, Dictionary};
@@ -249,34 +248,12 @@ pub fn collect_parameter_text<N: SchemaNode>(root: N) -> ParameterText {
     out
 }
 
-/// FxHash-style hasher for the term dictionary and id maps (internal, never exposed).
-#[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+/// The hasher of the term dictionary and id maps: foldhash's fast hasher with a fixed seed, so the
+/// index behaves the same in every process (nothing depends on iteration order, but runs stay
+/// reproducible).
+type FastState = foldhash::fast::FixedState;
 
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in chunks.by_ref() {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
-        }
-        for &byte in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(byte)).wrapping_mul(SEED);
-        }
-    }
-
-    fn write_u8(&mut self, value: u8) {
-        self.write(&[value]);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+type FxMap<K, V> = HashMap<K, V, FastState>;
 
 /// FNV-1a over the record content, to skip re-indexing unchanged records.
 fn fingerprint(record: &Record) -> u64 {
@@ -296,6 +273,90 @@ fn fingerprint(record: &Record) -> u64 {
         feed(text.as_bytes());
     }
     hash
+}
+
+/// The tokens of one record, by field, in one buffer (`spans` are `(field, start, end)` byte
+/// ranges of `text`), with the per-field token counts and the record's content fingerprint.
+struct Tokens {
+    text: String,
+    spans: Vec<(u8, u32, u32)>,
+    lens: [u32; FIELDS],
+    fingerprint: u64,
+}
+
+impl Tokens {
+    fn of(record: &Record) -> Self {
+        let mut text = String::new();
+        let mut spans = Vec::new();
+        let mut lens = [0u32; FIELDS];
+        let mut add_text = |field: usize, source: &str| {
+            for_each_token(source, |token| {
+                if lens[field] >= MAX_FIELD_TOKENS || text.len() + token.len() > u32::MAX as usize {
+                    return;
+                }
+                lens[field] += 1;
+                let start = text.len() as u32;
+                text.push_str(token);
+                spans.push((field as u8, start, text.len() as u32));
+            });
+        };
+        add_text(NAME, &record.tool);
+        add_text(GROUP, &record.group);
+        add_text(
+            DESCRIPTION,
+            truncate_str(&record.description, MAX_DESCRIPTION_BYTES),
+        );
+        let mut budget = MAX_PARAMETER_TEXT_BYTES;
+        let parameters = &record.parameter_text;
+        let texts = parameters.names.iter().map(|text| (PARAMETER_NAMES, text));
+        let texts = texts.chain(parameters.texts.iter().map(|text| (PARAMETER_TEXT, text)));
+        for (field, source) in texts {
+            let source = truncate_str(source, budget);
+            budget -= source.len();
+            add_text(field, source);
+            if budget == 0 {
+                break;
+            }
+        }
+        Tokens {
+            text,
+            spans,
+            lens,
+            fingerprint: fingerprint(record),
+        }
+    }
+}
+
+/// Smallest batch tokenized on several threads.
+const PARALLEL_TOKENIZE_MIN: usize = 4096;
+
+/// Tokenizes `records` in order, splitting a large batch over the machine's cores (scoped
+/// threads; a thread that panics has its share tokenized again on the calling thread).
+fn tokenize_all(records: &[Record]) -> Vec<Tokens> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if records.len() < PARALLEL_TOKENIZE_MIN || threads < 2 {
+        return records.iter().map(Tokens::of).collect();
+    }
+    let chunk = records.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = records
+            .chunks(chunk)
+            .map(|part| {
+                (
+                    part,
+                    scope.spawn(move || part.iter().map(Tokens::of).collect::<Vec<_>>()),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|(part, handle)| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| part.iter().map(Tokens::of).collect())
+            })
+            .collect()
+    })
 }
 
 /// One document of a posting list and the term's frequency in each of its fields (saturating).
@@ -355,7 +416,7 @@ pub struct SearchIndex {
     live: usize,
     dead: usize,
     live_field_tokens: [u64; FIELDS],
-    terms: Dictionary<BuildHasherDefault<FxHasher>>,
+    terms: Dictionary<FastState>,
     /// Posting lists by term id.
     postings: Vec<Vec<Posting>>,
     by_key: FxMap<Arc<str>, u32>,
@@ -363,6 +424,8 @@ pub struct SearchIndex {
     by_key_folded: FxMap<Box<str>, Vec<u32>>,
     groups: Vec<Group>,
     group_ids: BTreeMap<Arc<str>, u32>,
+    /// Per-record term frequencies, kept between `add_tokenized` calls so its table is allocated once.
+    scratch_tfs: FxMap<u32, [u8; FIELDS]>,
 }
 
 impl SearchIndex {
@@ -388,24 +451,37 @@ impl SearchIndex {
 
     /// Adds or replaces records by key. Unchanged records are left as they are.
     pub fn upsert(&mut self, records: impl IntoIterator<Item = Record>) {
-        let mut changed = false;
-        for record in records {
+        // Records already indexed with the same content are skipped; the rest are tokenized (in
+        // parallel for large batches: tokenizing is most of an index build) and then inserted in
+        // order, so a key given twice ends with its last record.
+        let pending: Vec<Record> = records
+            .into_iter()
+            .filter(|record| !self.holds(record, fingerprint(record)))
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        let tokenized = tokenize_all(&pending);
+        for (record, tokens) in pending.into_iter().zip(tokenized) {
             if let Some(&doc) = self.by_key.get(record.key.as_str()) {
-                if self.docs[doc as usize].fingerprint == fingerprint(&record)
-                    && *self.groups[self.doc_group[doc as usize] as usize].name == *record.group
-                    && *self.docs[doc as usize].tool == *record.tool
-                {
+                if self.holds(&record, tokens.fingerprint) {
                     continue;
                 }
                 self.remove_doc(doc);
             }
-            self.add_doc(record);
-            changed = true;
+            self.add_tokenized(record, tokens);
         }
-        if changed {
-            self.maybe_compact();
-            self.refresh_ranks();
-        }
+        self.maybe_compact();
+        self.refresh_ranks();
+    }
+
+    /// Whether `record` (with content `fingerprint`) is indexed unchanged.
+    fn holds(&self, record: &Record, fingerprint: u64) -> bool {
+        self.by_key.get(record.key.as_str()).is_some_and(|&doc| {
+            self.docs[doc as usize].fingerprint == fingerprint
+                && *self.groups[self.doc_group[doc as usize] as usize].name == *record.group
+                && *self.docs[doc as usize].tool == *record.tool
+        })
     }
 
     /// Removes records by key; unknown keys are ignored.
@@ -450,53 +526,29 @@ impl SearchIndex {
         id
     }
 
-    fn add_doc(&mut self, record: Record) {
+    fn add_tokenized(&mut self, record: Record, tokens: Tokens) {
         let doc = self.docs.len() as u32;
         let group = self.group_id(&record.group);
         let key: Arc<str> = Arc::from(record.key.as_str());
         let tool: Arc<str> = Arc::from(record.tool.as_str());
 
-        let mut tfs: FxMap<u32, [u8; FIELDS]> = FxMap::default();
-        let mut lens = [0u32; FIELDS];
-        {
-            let terms = &mut self.terms;
-            let postings = &mut self.postings;
-            let mut add_text = |field: usize, text: &str| {
-                for_each_token(text, |token| {
-                    if lens[field] >= MAX_FIELD_TOKENS {
-                        return;
-                    }
-                    lens[field] += 1;
-                    let term = terms.intern(token);
-                    if term as usize == postings.len() {
-                        postings.push(Vec::new());
-                    }
-                    let tf = &mut tfs.entry(term).or_default()[field];
-                    *tf = tf.saturating_add(1);
-                });
-            };
-            add_text(NAME, &record.tool);
-            add_text(GROUP, &record.group);
-            add_text(
-                DESCRIPTION,
-                truncate_str(&record.description, MAX_DESCRIPTION_BYTES),
-            );
-            let mut budget = MAX_PARAMETER_TEXT_BYTES;
-            let parameters = &record.parameter_text;
-            let texts = parameters.names.iter().map(|text| (PARAMETER_NAMES, text));
-            let texts = texts.chain(parameters.texts.iter().map(|text| (PARAMETER_TEXT, text)));
-            for (field, text) in texts {
-                let text = truncate_str(text, budget);
-                budget -= text.len();
-                add_text(field, text);
-                if budget == 0 {
-                    break;
-                }
+        let mut tfs = std::mem::take(&mut self.scratch_tfs);
+        tfs.clear();
+        for &(field, start, end) in &tokens.spans {
+            let term = self
+                .terms
+                .intern(&tokens.text[start as usize..end as usize]);
+            if term as usize == self.postings.len() {
+                self.postings.push(Vec::new());
             }
+            let tf = &mut tfs.entry(term).or_default()[field as usize];
+            *tf = tf.saturating_add(1);
         }
-        for (term, tf) in tfs {
+        let lens = tokens.lens;
+        for (term, tf) in tfs.drain() {
             self.postings[term as usize].push(Posting { doc, tf });
         }
+        self.scratch_tfs = tfs;
 
         let doc_lens = lens.map(|len| len.min(u32::from(u16::MAX)) as u16);
         for (total, len) in self.live_field_tokens.iter_mut().zip(doc_lens) {
@@ -506,7 +558,7 @@ impl SearchIndex {
             key: key.clone(),
             tool: tool.clone(),
             group,
-            fingerprint: fingerprint(&record),
+            fingerprint: tokens.fingerprint,
         });
         self.alive.push(true);
         self.doc_group.push(group);
@@ -1440,6 +1492,31 @@ mod tests {
         assert_eq!(search(&index, "me", Some(&["crm"]), 0, 10), (0, vec![]));
         assert_eq!(SearchIndex::new().search("anything", None, 0, 10).0, 0);
         assert_eq!(SearchIndex::new().search("", None, 0, 10).0, 0);
+    }
+
+    #[test]
+    fn stems_function_words_and_coverage_shape_the_ranking() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("food", "find_restaurant", "Find a restaurant near a location"),
+            record("food", "restaurants_list", "List the restaurants of a city"),
+            record("misc", "help_me", "Provide help to me"),
+            record("misc", "weather", "Weather forecast for a city"),
+        ]);
+        // Inflections meet at their stem; the query's own form ranks its tool first.
+        let (total, keys) = search(&index, "restaurants", None, 0, 10);
+        assert_eq!(total, 2);
+        assert_eq!(keys[0], "food__restaurants_list");
+        assert_eq!(search(&index, "restaurant", None, 0, 10).1[0], "food__find_restaurant");
+        // Function words (`for`, `me`, `to`) count little: the content word decides.
+        let (_, keys) = search(&index, "find something for me to eat", None, 0, 10);
+        assert_eq!(keys[0], "food__find_restaurant");
+        assert!(keys.contains(&"misc__help_me".to_owned()), "still matched: {keys:?}");
+        // Alone, a function word still finds its tool.
+        assert_eq!(search(&index, "me", None, 0, 10).1, ["misc__help_me"]);
+        // Covering more of the query beats repeating one word.
+        let (_, keys) = search(&index, "city weather", None, 0, 10);
+        assert_eq!(keys[0], "misc__weather");
     }
 
     #[test]

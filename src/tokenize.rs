@@ -32,16 +32,19 @@ pub fn tokenize(text: &str) -> Vec<String> {
     tokens
 }
 
+thread_local! {
+    /// Buffers reused by every tokenizer run on this thread: an index build tokenizes millions of
+    /// short texts, and allocating fresh buffers for each was a large share of its time.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
 /// Calls `emit` with each token of `text`, in order, duplicates included.
 pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
-    let mut scratch = Scratch::default();
-    let mut rest = text;
-    while let Some(start) = rest.find(is_chunk_char) {
-        let tail = &rest[start..];
-        let end = tail.find(|c: char| !is_chunk_char(c)).unwrap_or(tail.len());
-        scratch.chunk(&tail[..end], &mut emit);
-        rest = &tail[end..];
-    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => scratch.text(text, &mut emit),
+        // Re-entered from `emit` (never done by this crate): use private buffers.
+        Err(_) => Scratch::default().text(text, &mut emit),
+    });
 }
 
 /// Reused buffers for one tokenizer run.
@@ -49,11 +52,22 @@ pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
 struct Scratch {
     token: String,
     compound: String,
+    chars: Vec<(usize, char)>,
     pieces: usize,
     chunk_has_cjk: bool,
 }
 
 impl Scratch {
+    fn text(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
+        let mut rest = text;
+        while let Some(start) = rest.find(is_chunk_char) {
+            let tail = &rest[start..];
+            let end = tail.find(|c: char| !is_chunk_char(c)).unwrap_or(tail.len());
+            self.chunk(&tail[..end], emit);
+            rest = &tail[end..];
+        }
+    }
+
     fn chunk(&mut self, chunk: &str, emit: &mut impl FnMut(&str)) {
         self.compound.clear();
         self.pieces = 0;
@@ -93,7 +107,19 @@ impl Scratch {
     /// Splits a run of non-CJK word characters at case boundaries; a run that splits also
     /// emits itself whole (`GitHub` -> `git`, `hub`, `github`).
     fn word_run(&mut self, run: &str, emit: &mut impl FnMut(&str)) {
-        let chars: Vec<(usize, char)> = run.char_indices().collect();
+        if run.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+            // No upper-case letter, so no case boundary: the run is one word (the common case).
+            self.word(run, emit);
+            return;
+        }
+        let mut chars = std::mem::take(&mut self.chars);
+        chars.clear();
+        chars.extend(run.char_indices());
+        self.split_cases(run, &chars, emit);
+        self.chars = chars;
+    }
+
+    fn split_cases(&mut self, run: &str, chars: &[(usize, char)], emit: &mut impl FnMut(&str)) {
         let mut start = 0;
         let mut segments = 0;
         for i in 1..chars.len() {
