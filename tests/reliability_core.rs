@@ -25,7 +25,11 @@ fn record(group: usize, tool: &[usize], description: &[usize], serial: usize) ->
         key: format!("{group}__{tool_name}"),
         group,
         tool: tool_name,
-        description: description.iter().map(|&w| WORDS[w]).collect::<Vec<_>>().join(" "),
+        description: description
+            .iter()
+            .map(|&w| WORDS[w])
+            .collect::<Vec<_>>()
+            .join(" "),
         parameter_text: ParameterText {
             names: vec![WORDS[description.first().copied().unwrap_or(0)].to_owned()],
             texts: Vec::new(),
@@ -78,8 +82,15 @@ fn paginate(
         let sizes: Vec<i64> = keys.iter().map(|k| size_of(k)).collect();
         match plan_page(&sizes, total as i64, offset as i64, budget) {
             Ok(plan) => {
-                assert!(plan.count == 0 || plan.size <= budget as u64, "page of {} bytes over {budget}", plan.size);
-                assert!(plan.count > 0 || keys.is_empty(), "an empty page while results remain");
+                assert!(
+                    plan.count == 0 || plan.size <= budget as u64,
+                    "page of {} bytes over {budget}",
+                    plan.size
+                );
+                assert!(
+                    plan.count > 0 || keys.is_empty(),
+                    "an empty page while results remain"
+                );
                 seen.extend(keys.into_iter().take(plan.count));
                 match plan.next_offset {
                     Some(next) => offset = next as usize,
@@ -90,7 +101,10 @@ fn paginate(
                 assert!(err.message().starts_with("entry 0 "), "{}", err.message());
                 let next = (offset + 1 < total).then_some(offset as u64 + 1);
                 let alone = page_size(size_of(&keys[0]) as u64, 1, total as u64, next);
-                assert!(alone > budget as u64, "an entry that fits alone ({alone} bytes) was refused");
+                assert!(
+                    alone > budget as u64,
+                    "an entry that fits alone ({alone} bytes) was refused"
+                );
                 seen.push(keys[0].clone());
                 offset += 1;
             }

@@ -23,7 +23,9 @@ fn validate_group_description(
     group: &Bound<'_, PyString>,
     description: &Bound<'_, PyString>,
 ) -> PyResult<()> {
-    guard(|| names::validate_group_description(&text(group), &text(description)).map_err(value_error))
+    guard(|| {
+        names::validate_group_description(&text(group), &text(description)).map_err(value_error)
+    })
 }
 
 /// `True` when `name` is acceptable as a model-facing function name.
