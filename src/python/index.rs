@@ -15,6 +15,9 @@ pub struct PySearchIndex {
     inner: RwLock<index::SearchIndex>,
 }
 
+/// Records converted and indexed per batch by `upsert`.
+const UPSERT_BATCH: usize = 16 * 1024;
+
 type Fields<'py> = (
     Bound<'py, PyString>,
     Bound<'py, PyString>,
@@ -90,23 +93,32 @@ impl PySearchIndex {
 
 impl PySearchIndex {
     fn upsert_records(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut converted = Vec::new();
-        for item in records.try_iter()? {
-            let (key, group, tool, description, schema): Fields<'_> = item?.extract()?;
-            converted.push(Record {
-                key: text(&key).into_owned(),
-                group: text(&group).into_owned(),
-                tool: text(&tool).into_owned(),
-                description: text(&description).into_owned(),
-                parameter_text: collect_parameter_text(PyNode(schema)),
+        // Every item is type-checked before the index changes (conversion itself cannot fail),
+        // then converted and indexed a batch at a time, so the converted text alive at once stays
+        // small. Readers may see a large upsert between batches; the Python side serializes
+        // index sync and search, so it never does.
+        let items = records
+            .try_iter()?
+            .map(|item| item?.extract::<Fields<'_>>())
+            .collect::<PyResult<Vec<_>>>()?;
+        for batch in items.chunks(UPSERT_BATCH) {
+            let converted: Vec<Record> = batch
+                .iter()
+                .map(|(key, group, tool, description, schema)| Record {
+                    key: text(key).into_owned(),
+                    group: text(group).into_owned(),
+                    tool: text(tool).into_owned(),
+                    description: text(description).into_owned(),
+                    parameter_text: collect_parameter_text(PyNode(schema.clone())),
+                })
+                .collect();
+            py.detach(|| {
+                self.inner
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .upsert(converted);
             });
         }
-        py.detach(|| {
-            self.inner
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
-                .upsert(converted);
-        });
         Ok(())
     }
 
