@@ -47,6 +47,7 @@ class Scores:
     mrr_10: float
 
     def as_dict(self) -> dict[str, float]:
+        """Metric name -> value, named as in `TARGETS`."""
         return {'Recall@1': self.recall_1, 'Recall@5': self.recall_5, 'MRR@10': self.mrr_10}
 
 
@@ -127,6 +128,7 @@ def _versions() -> str:
 
 
 def main() -> int:
+    """Run the benchmark and print its tables; return the exit status (1 only with `--check` and a miss)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--jobs', type=int, default=2, help='worker processes (default 2)')
     parser.add_argument('--check', action='store_true', help='exit 1 unless the targets and every reference are beaten')
@@ -149,7 +151,7 @@ def main() -> int:
 
     overall = [scores([rank for ranks in by.values() for rank in ranks]) for by in per_ranker]
     print()
-    print('| ranker | Recall@1 | Recall@5 | MRR@10 | ms / query |')
+    print('| ranker | Recall@1 | Recall@5 | MRR@10 | ms / query (Python call, all workers busy) |')
     print('| --- | ---: | ---: | ---: | ---: |')
     for label, result, total in zip(labels, overall, seconds):
         print(f'| {label} | {_fmt(result.recall_1)} | {_fmt(result.recall_5)} | {_fmt(result.mrr_10)} | '

@@ -53,6 +53,7 @@ class ToolProxyRanker:
         )
 
     def rank(self, query: str, k: int) -> list[str]:
+        """Return at most `k` local tool names, best first."""
         _total, keys = self._index.search(query, None, 0, k)
         return [self._local[key] for key in keys]
 
@@ -85,6 +86,7 @@ class A13nToolSearchRanker:
             self._local[canonical] = tool.name
 
     def rank(self, query: str, k: int) -> list[str]:
+        """Return at most `k` local tool names, best first."""
         from a13n_harness.toolsets.tool_search import _search_matches
         from pydantic_ai.exceptions import ModelRetry
 
@@ -109,6 +111,7 @@ class PydanticAIKeywordsRanker:
         ]
 
     def rank(self, query: str, k: int) -> list[str]:
+        """Return at most `k` local tool names, best first."""
         from pydantic_ai.toolsets._tool_search import keywords_search_fn
 
         return keywords_search_fn(None, [query], self._definitions)[:k]  # type: ignore[arg-type]  # ctx is unused
@@ -129,6 +132,7 @@ class Bm25sRanker:
         self._retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
 
     def rank(self, query: str, k: int) -> list[str]:
+        """Return at most `k` local tool names, best first."""
         tokens = self._bm25s.tokenize([query], show_progress=False)
         if not tokens.vocab:  # nothing left after stopwords
             return []
