@@ -87,8 +87,8 @@ class Directory:
 class DirectoryCache:
     """Computes a step's `Directory` once per `ToolManager` (the step's prepared tool set).
 
-    Holds at most `size` entries, keyed by the manager's identity and checked through a weak reference,
-    so a finished step's tools are not kept alive.
+    Holds at most `size` entries, keyed by the manager's identity and checked through a weak reference; an
+    entry whose manager is gone is dropped at the next insertion, so a finished step's tools are not kept alive.
     """
 
     def __init__(self, owner: object, group_order: list[str], size: int = 64) -> None:
@@ -110,9 +110,13 @@ class DirectoryCache:
                 return hit[2]
         directory = Directory.from_tools(tools, self._owner, self._group_order)
         with self._lock:
+            # Entries of finished steps go at once (not only when the cache is full): a step's Directory references
+            # every member tool of that step, and a catalog that changes each step would otherwise keep `size`
+            # steps' worth of superseded tools alive.
+            for dead in [k for k, (ref, _, _) in self._entries.items() if ref() is None]:
+                del self._entries[dead]
             if len(self._entries) >= self._size:
-                for dead in [k for k, (ref, _, _) in self._entries.items() if ref() is None] or list(self._entries)[:1]:
-                    del self._entries[dead]
+                del self._entries[next(iter(self._entries))]
             self._entries[key] = (weakref.ref(manager), id(tools), directory)
         return directory
 
