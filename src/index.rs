@@ -679,6 +679,8 @@ impl SearchIndex {
                 *doc = remap[*doc as usize];
             }
         }
+        // Document ids moved, so the tie-break ranks must follow them.
+        self.refresh_ranks();
     }
 
     /// Runs a query and returns `(total, keys of ranked results[offset..offset + limit])`.

@@ -173,9 +173,8 @@ proptest! {
         second.upsert(changed);
         second.remove(extra.iter().map(|r| r.key.clone()));
         second.upsert(records.iter().rev().cloned());
-        // Compaction happens inside `upsert`/`remove` (more than a quarter dead). A direct `compact()` call is
-        // left out: it does not renumber `doc_rank`, so ties can break differently afterwards (reported; the
-        // binding never calls it).
+        // Compaction happens inside `upsert`/`remove` (more than a quarter dead), and directly here too.
+        second.compact();
 
         for groups in [None, Some(vec!["crm"]), Some(vec!["billing", "ops"])] {
             let a = first.search(&query, groups.as_deref(), 0, usize::MAX);
