@@ -24,6 +24,7 @@ from typing import Any
 
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import AgentRunError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
@@ -84,11 +85,9 @@ class ScriptedModel:
 
     def __init__(self, plan: dict[str, Request]) -> None:
         self.plan = plan
-        self.request_tool_bytes: list[int] = []
         self.ranks: dict[str, int | None] = {}
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        self.request_tool_bytes.append(tool_bytes(info.function_tools))
         prompt = next(p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart))
         req = self.plan[str(prompt)]
         last = messages[-1]
@@ -111,7 +110,7 @@ class ScriptedModel:
 
 def build_agent(model: Any, groups: dict[str, ToolProxyGroup[Any]], proxy: bool) -> Agent[None, str]:
     if proxy:
-        return Agent(model, tools=[current_utc_time], capabilities=[ToolProxyCapability(groups=groups, config=ToolProxyConfig(max_results=SEARCH_LIMIT))])
+        return Agent(model, tools=[current_utc_time], retries=3, capabilities=[ToolProxyCapability(groups=groups, config=ToolProxyConfig(max_results=SEARCH_LIMIT))])
     return Agent(model, tools=[current_utc_time], toolsets=[g.source for g in groups.values()])  # type: ignore[misc]
 
 
@@ -121,15 +120,15 @@ def make_groups() -> dict[str, ToolProxyGroup[Any]]:
     return groups
 
 
-async def direct_bytes() -> tuple[int, int]:
-    """Tool-definition bytes of one model request with every tool offered directly, and the tool count."""
+async def request_bytes(proxy: bool) -> tuple[int, int]:
+    """Tool-definition bytes of one model request (through the proxy, or every tool direct) and the tool count."""
     seen: list[list[ToolDefinition]] = []
 
     def once(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen.append(info.function_tools)
         return ModelResponse(parts=[TextPart('ok')])
 
-    await build_agent(FunctionModel(once), make_groups(), proxy=False).run('hi')
+    await build_agent(FunctionModel(once), make_groups(), proxy=proxy).run('hi')
     return tool_bytes(seen[0]), len(seen[0])
 
 
@@ -151,7 +150,11 @@ async def main() -> None:
     started = time.perf_counter()
     async with agent:
         for i, req in enumerate(reqs, 1):
-            result = await agent.run(req.prompt)
+            try:
+                result = await agent.run(req.prompt)
+            except AgentRunError as e:  # a real model may exhaust its retries; report and go on
+                print(f'[{i:3d}] {req.group or "-"}/{req.tool}: run failed: {type(e).__name__}: {e}')
+                continue
             rank = scripted.ranks.get(req.prompt) if args.model is None else None
             if req.group is None:
                 where = 'ungrouped (called directly)'
@@ -167,8 +170,8 @@ async def main() -> None:
             print(f'[{i:3d}] {req.group or "-"}/{req.tool}: {where}\n      request: {prompt[:100]}\n      result:  {outcome}')
     elapsed = time.perf_counter() - started
     grouped = sum(1 for r in reqs if r.group is not None)
-    direct, n_direct = await direct_bytes()
-    proxied = max(scripted.request_tool_bytes) if scripted.request_tool_bytes else 0
+    direct, n_direct = await request_bytes(proxy=False)
+    proxied, _ = await request_bytes(proxy=True)
     print('\nSummary')
     if args.model is None:
         print(f'  right tool found in top {SEARCH_LIMIT}: {found}/{grouped}; ranked first: {top1}/{grouped}')
