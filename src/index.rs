@@ -20,7 +20,13 @@
 //! live documents): one for the token itself, one for its stem class (term frequencies of all
 //! the class's terms summed, `df` = documents holding any of them). So `restaurants` finds
 //! `restaurant`, while an exact rare form keeps its higher rarity. A token that is an English
-//! function word ([`crate::terms::is_stopword`]) gains `0.3` times as much. The summed gains
+//! function word ([`crate::terms::is_stopword`]) gains `0.3` times as much, from its own term
+//! only (no stem class), and only in documents that match another token of the query: when a
+//! query has a token that is not a function word and is indexed, the function words shape the
+//! ranking of the documents found by the other tokens but find none of their own (a query of
+//! function words alone still finds documents by them). So a question's `the`, `of` and `for`
+//! cost no more than a lookup per candidate, and `total` counts the documents that match what
+//! the question is about. The summed gains
 //! are multiplied by `1 + 1.5 * coverage`, where coverage is the weight of the matched query
 //! tokens over the number of distinct query tokens, so documents matching more of the query
 //! come first. A term found in nearly every document has an `idf` near zero, so a shared
@@ -33,13 +39,17 @@
 //!
 //! Ranking is fully deterministic: exact name matches first, then score descending, then
 //! `(group, tool, key)` in byte order. Scores are finite `f32`s compared with `total_cmp`.
+//! [`ranking`] computes the requested window without scoring every match: documents that cannot
+//! reach it are pruned by upper bounds, which never changes the result.
 
-use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::terms::{is_stopword, Dictionary};
+
+mod ranking;
 use crate::tokenize::for_each_token;
+use ranking::QueryToken;
 
 /// Deepest schema nesting the parameter walk descends into.
 pub const MAX_SCHEMA_DEPTH: usize = 32;
@@ -70,33 +80,6 @@ const K1: f32 = 1.2;
 const STOPWORD_WEIGHT: f32 = 0.3;
 /// Score factor per unit of query coverage: `score * (1 + COVERAGE_BOOST * coverage)`.
 const COVERAGE_BOOST: f32 = 1.5;
-
-thread_local! {
-    /// Per-thread query accumulators, indexed by document and kept zeroed between queries, so a
-    /// query touches only the entries of matching documents instead of allocating.
-    static SCORE_SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
-}
-
-/// Per-document accumulators of one query; every entry is zero between queries.
-#[derive(Debug, Default)]
-struct Scratch {
-    /// Summed, weighted gains and summed query weights of the matched tokens.
-    score: Vec<[f32; 2]>,
-    /// Gain of the current query token.
-    gain: Vec<f32>,
-    /// Per-field term frequencies of the current stem class.
-    class_tf: Vec<[u16; FIELDS]>,
-}
-
-impl Scratch {
-    fn fit(&mut self, docs: usize) {
-        if self.score.len() < docs {
-            self.score.resize(docs, [0.0; 2]);
-            self.gain.resize(docs, 0.0);
-            self.class_tf.resize(docs, [0; FIELDS]);
-        }
-    }
-}
 
 /// One tool as the index sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -383,27 +366,6 @@ struct Group {
     name: Arc<str>,
     /// Live members in browse order: (tool, key) -> doc.
     members: BTreeMap<(Arc<str>, Arc<str>), u32>,
-}
-
-/// A ranked candidate during a query.
-#[derive(Debug, Clone, Copy)]
-struct Candidate {
-    doc: u32,
-    exact: bool,
-    score: f32,
-    /// The document's `(group, tool, key)` position.
-    rank: u32,
-}
-
-/// One distinct token of a query, resolved against the term dictionary.
-#[derive(Debug)]
-struct QueryToken<'a> {
-    /// The token's own term, if indexed.
-    term: Option<u32>,
-    /// The terms sharing its stem (empty if none is indexed).
-    class: &'a [u32],
-    /// 1, or [`STOPWORD_WEIGHT`] for an English function word.
-    weight: f32,
 }
 
 /// The search index. Cheap to query concurrently (`&self`), mutated with `&mut self`.
@@ -696,6 +658,19 @@ impl SearchIndex {
         offset: usize,
         limit: usize,
     ) -> (usize, Vec<Arc<str>>) {
+        self.search_pruned(query, groups, offset, limit, true)
+    }
+
+    /// [`Self::search`], with or without pruning (see [`ranking`]; `false` scores every match,
+    /// which the tests use as the reference).
+    fn search_pruned(
+        &self,
+        query: &str,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+        prune: bool,
+    ) -> (usize, Vec<Arc<str>>) {
         let allowed: Option<Vec<bool>> = groups.map(|names| {
             let mut allowed = vec![false; self.groups.len()];
             for name in names {
@@ -713,20 +688,28 @@ impl SearchIndex {
             }
             distinct.insert(token.to_owned(), ());
             let term = self.terms.get(token);
+            let stopword = is_stopword(token);
             tokens.push(QueryToken {
                 term,
                 class: self.terms.stem_class(token, term),
-                weight: if is_stopword(token) {
-                    STOPWORD_WEIGHT
-                } else {
-                    1.0
-                },
+                weight: if stopword { STOPWORD_WEIGHT } else { 1.0 },
+                optional: stopword,
             });
         });
+        // Function words are optional only beside a token that can find documents.
+        let findable = |token: &QueryToken<'_>| token.term.is_some() || !token.class.is_empty();
+        if !tokens
+            .iter()
+            .any(|token| !token.optional && findable(token))
+        {
+            for token in &mut tokens {
+                token.optional = false;
+            }
+        }
         if tokens.is_empty() {
             self.browse(allowed.as_deref(), offset, limit)
         } else {
-            self.ranked(query, &tokens, allowed.as_deref(), offset, limit)
+            self.ranked(query, &tokens, allowed.as_deref(), offset, limit, prune)
         }
     }
 
@@ -774,6 +757,7 @@ impl SearchIndex {
         allowed: Option<&[bool]>,
         offset: usize,
         limit: usize,
+        prune: bool,
     ) -> (usize, Vec<Arc<str>>) {
         let selectable = |doc: u32| {
             let index = doc as usize;
@@ -801,188 +785,14 @@ impl SearchIndex {
         exact.sort_unstable();
         exact.dedup();
 
-        let mut candidates = SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scratch) => self.score(tokens, &exact, allowed, &mut scratch),
-            Err(_) => self.score(tokens, &exact, allowed, &mut Scratch::default()),
-        });
-        let total = candidates.len();
-        let end = offset.saturating_add(limit).min(total);
-        if offset >= end {
-            return (total, Vec::new());
-        }
-        let order = Self::compare;
-        if end < candidates.len() {
-            candidates.select_nth_unstable_by(end - 1, order);
-            candidates.truncate(end);
-        }
-        candidates.sort_unstable_by(order);
-        let keys = candidates[offset..]
+        let keep = offset.saturating_add(limit);
+        let (total, best) = self.score_query(tokens, &exact, allowed, keep, prune);
+        let keys = best
             .iter()
+            .skip(offset)
             .map(|candidate| self.docs[candidate.doc as usize].key.clone())
             .collect();
         (total, keys)
-    }
-
-    /// Scores the selectable documents matching `tokens` (see the module docs) and returns them,
-    /// plus the `exact` documents, as candidates. `scratch` must be zeroed; it is left zeroed.
-    fn score(
-        &self,
-        tokens: &[QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
-        scratch: &mut Scratch,
-    ) -> Vec<Candidate> {
-        scratch.fit(self.docs.len());
-        let selectable = |doc: u32| {
-            let index = doc as usize;
-            self.alive[index]
-                && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
-        };
-        let live = self.live as f32;
-        let idf = |df: usize| (1.0 + (live - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
-        let (base, slope) = self.length_factors();
-        // BM25F: length-normalized, weighted field frequencies summed, then saturated.
-        let gain = |doc: u32, tf: [u16; FIELDS], idf: f32| {
-            let lens = &self.doc_lens[doc as usize];
-            let mut sum = 0.0f32;
-            for field in 0..FIELDS {
-                if tf[field] != 0 {
-                    let norm = base[field] + slope[field] * f32::from(lens[field]);
-                    sum += WEIGHTS[field] * f32::from(tf[field]) / norm.max(1e-3);
-                }
-            }
-            idf * sum * (K1 + 1.0) / (sum + K1)
-        };
-        let mut touched: Vec<u32> = Vec::new();
-        let mut token_docs: Vec<u32> = Vec::new();
-        let mut class_docs: Vec<u32> = Vec::new();
-        for token in tokens {
-            // Without other terms of its stem, a token's gain is its own term's: added directly.
-            // Otherwise the two gains meet in `scratch.gain` and the larger is added.
-            let variants = token.class.iter().any(|&member| Some(member) != token.term);
-            token_docs.clear();
-            if let Some(term) = token.term {
-                let postings = &self.postings[term as usize];
-                let df = if self.dead == 0 {
-                    postings.len()
-                } else {
-                    postings
-                        .iter()
-                        .filter(|posting| self.alive[posting.doc as usize])
-                        .count()
-                };
-                let idf = idf(df);
-                for posting in postings.iter().filter(|posting| selectable(posting.doc)) {
-                    let doc_gain = gain(posting.doc, posting.tf.map(u16::from), idf);
-                    let index = posting.doc as usize;
-                    if variants {
-                        // Settled below, against the stem class's gain.
-                        scratch.gain[index] = doc_gain;
-                        token_docs.push(posting.doc);
-                        continue;
-                    }
-                    let [score, matched] = &mut scratch.score[index];
-                    if *matched == 0.0 {
-                        touched.push(posting.doc);
-                    }
-                    *score += token.weight * doc_gain;
-                    *matched += token.weight;
-                }
-            }
-            if variants {
-                class_docs.clear();
-                for &member in token.class {
-                    for posting in &self.postings[member as usize] {
-                        if !self.alive[posting.doc as usize] {
-                            continue;
-                        }
-                        let sum = &mut scratch.class_tf[posting.doc as usize];
-                        if *sum == [0; FIELDS] {
-                            class_docs.push(posting.doc);
-                        }
-                        for (total, tf) in sum.iter_mut().zip(posting.tf) {
-                            *total = total.saturating_add(u16::from(tf));
-                        }
-                    }
-                }
-                let idf = idf(class_docs.len());
-                for &doc in &class_docs {
-                    let tf = std::mem::take(&mut scratch.class_tf[doc as usize]);
-                    if !selectable(doc) {
-                        continue;
-                    }
-                    let class_gain = gain(doc, tf, idf);
-                    let best = &mut scratch.gain[doc as usize];
-                    if *best == 0.0 {
-                        token_docs.push(doc);
-                    }
-                    *best = best.max(class_gain);
-                }
-            }
-            for &doc in &token_docs {
-                let index = doc as usize;
-                let doc_gain = std::mem::take(&mut scratch.gain[index]);
-                let [score, matched] = &mut scratch.score[index];
-                if *matched == 0.0 {
-                    touched.push(doc);
-                }
-                *score += token.weight * doc_gain;
-                *matched += token.weight;
-            }
-        }
-
-        let query_tokens = tokens.len() as f32;
-        let mut candidates: Vec<Candidate> = touched
-            .iter()
-            .map(|&doc| {
-                let index = doc as usize;
-                let [score, matched] = std::mem::take(&mut scratch.score[index]);
-                let coverage = matched / query_tokens;
-                Candidate {
-                    doc,
-                    exact: exact.binary_search(&doc).is_ok(),
-                    score: score * (1.0 + COVERAGE_BOOST * coverage),
-                    rank: self.doc_rank[doc as usize],
-                }
-            })
-            .collect();
-        for &doc in exact {
-            if !touched.contains(&doc) {
-                candidates.push(Candidate {
-                    doc,
-                    exact: true,
-                    score: 0.0,
-                    rank: self.doc_rank[doc as usize],
-                });
-            }
-        }
-        candidates
-    }
-
-    /// Per-field `1 - b` and `b / average length` of the BM25 length normalization.
-    fn length_factors(&self) -> ([f32; FIELDS], [f32; FIELDS]) {
-        let mut base = [1.0f32; FIELDS];
-        let mut slope = [0.0f32; FIELDS];
-        for field in 0..FIELDS {
-            let b = LENGTH_NORMALIZATION[field];
-            let average = if self.live == 0 {
-                0.0
-            } else {
-                self.live_field_tokens[field] as f32 / self.live as f32
-            };
-            if average > 0.0 {
-                base[field] = 1.0 - b;
-                slope[field] = b / average;
-            }
-        }
-        (base, slope)
-    }
-
-    fn compare(a: &Candidate, b: &Candidate) -> Ordering {
-        b.exact
-            .cmp(&a.exact)
-            .then_with(|| b.score.total_cmp(&a.score))
-            .then_with(|| a.rank.cmp(&b.rank))
     }
 
     /// Number of document slots, dead ones included (for tests of compaction).
@@ -1533,15 +1343,143 @@ mod tests {
             search(&index, "restaurant", None, 0, 10).1[0],
             "food__find_restaurant"
         );
-        // Function words (`for`, `me`, `to`) count little: the content word decides.
-        let (_, keys) = search(&index, "find something for me to eat", None, 0, 10);
-        assert_eq!(keys[0], "food__find_restaurant");
-        assert!(
-            keys.contains(&"misc__help_me".to_owned()),
-            "still matched: {keys:?}"
-        );
-        // Alone, a function word still finds its tool.
+        // Function words (`for`, `me`, `to`) find nothing beside a content word: it decides.
+        let (total, keys) = search(&index, "find something for me to eat", None, 0, 10);
+        assert_eq!((total, keys), (1, vec!["food__find_restaurant".to_owned()]));
+        // Alone, a function word still finds its tool; beside an unknown word too.
         assert_eq!(search(&index, "me", None, 0, 10).1, ["misc__help_me"]);
+        assert_eq!(search(&index, "zzzz me", None, 0, 10).1, ["misc__help_me"]);
+    }
+
+    #[test]
+    fn function_words_order_the_documents_found_by_content_words() {
+        let mut index = SearchIndex::new();
+        let mut records: Vec<Record> = (0..300)
+            .map(|i| record("g", &format!("filler_{i:03}"), "for the record"))
+            .collect();
+        records.push(record("g", "a_report", "Report of a city"));
+        records.push(record("g", "b_report", "Report for a city"));
+        records.push(record("g", "c_report", "Report for the city"));
+        index.upsert(records);
+        // `for` and `the` rank the matches of `report` and `city`; the fillers, which match
+        // only function words, are not found.
+        let (total, keys) = search(&index, "report for the city", None, 0, 10);
+        assert_eq!(total, 3);
+        assert_eq!(keys, ["g__c_report", "g__b_report", "g__a_report"]);
+        // A filtered or offset window sees the same order.
+        assert_eq!(
+            search(&index, "report for the city", None, 1, 1).1,
+            ["g__b_report"]
+        );
+        index.remove(["g__c_report"]);
+        assert_eq!(
+            search(&index, "report for the city", Some(&["g"]), 0, 10),
+            (2, vec!["g__b_report".to_owned(), "g__a_report".to_owned()])
+        );
+    }
+
+    #[test]
+    fn pruning_never_changes_the_window() {
+        // Skewed random corpora (a few very common words, stem variants, function words, several
+        // groups, dead documents): every window of every query must equal the unpruned ranking.
+        let words = [
+            "get",
+            "list",
+            "lists",
+            "listing",
+            "data",
+            "user",
+            "users",
+            "file",
+            "files",
+            "search",
+            "restaurant",
+            "restaurants",
+            "weather",
+            "city",
+            "report",
+            "reports",
+            "create",
+            "update",
+            "delete",
+            "order",
+            "the",
+            "for",
+            "of",
+            "a",
+            "to",
+            "with",
+            "stock",
+            "price",
+            "prices",
+            "flight",
+            "hotel",
+            "calendar",
+            "event",
+            "events",
+            "email",
+            "message",
+            "account",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        // Word `i` drawn with probability about proportional to 1 / (i + 1).
+        let word = |next: &mut dyn FnMut(usize) -> usize| {
+            let pick = next(1000);
+            let index = (words.len() as f64).powf(pick as f64 / 1000.0) as usize - 1;
+            words[index.min(words.len() - 1)]
+        };
+        let (mut cuts, mut thresholds) = (0, 0);
+        for round in 0..4 {
+            let mut index = SearchIndex::new();
+            let docs = 600 + round * 700;
+            let records: Vec<Record> = (0..docs)
+                .map(|doc| {
+                    let name: Vec<&str> = (0..1 + next(3)).map(|_| word(&mut next)).collect();
+                    let description: Vec<&str> =
+                        (0..2 + next(10)).map(|_| word(&mut next)).collect();
+                    let mut record = record(
+                        &format!("g{}", next(4)),
+                        &format!("{}_{doc}", name.join("_")),
+                        &description.join(" "),
+                    );
+                    record.parameter_text.names = vec![word(&mut next).to_owned()];
+                    record
+                })
+                .collect();
+            let keys: Vec<String> = records.iter().map(|r| r.key.clone()).collect();
+            index.upsert(records);
+            index.remove(keys.iter().step_by(9 + round));
+            for query_number in 0..150 {
+                let length = 1 + next(8);
+                let mut query: Vec<&str> = (0..length).map(|_| word(&mut next)).collect();
+                if query_number % 5 == 0 {
+                    query.push(&keys[next(keys.len())]); // sometimes an exact name too
+                }
+                let query = query.join(" ");
+                let groups: Option<Vec<&str>> = (query_number % 3 == 0).then(|| vec!["g1", "g2"]);
+                for (offset, limit) in [(0, 1), (0, 5), (0, 10), (3, 4), (10, 10)] {
+                    let pruned =
+                        index.search_pruned(&query, groups.as_deref(), offset, limit, true);
+                    let full = index.search_pruned(&query, groups.as_deref(), offset, limit, false);
+                    assert_eq!(
+                        pruned, full,
+                        "query {query:?}, groups {groups:?}, window {offset}+{limit}"
+                    );
+                }
+            }
+            let [c, t] = ranking::PRUNED.with(|count| count.get());
+            (cuts, thresholds) = (c, t);
+        }
+        assert!(
+            cuts > 50 && thresholds > 200,
+            "pruning rarely ran: {cuts} cuts, {thresholds} thresholds"
+        );
     }
 
     #[test]

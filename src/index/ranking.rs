@@ -1,0 +1,722 @@
+//! Query-time ranking: BM25F gains per query token, pruning of documents that cannot reach the
+//! requested window, and top-k selection.
+//!
+//! The score of a document is defined in the [module docs](super); this file computes it without
+//! scoring every document that some query token matches:
+//!
+//! 1. The tokens that find documents (not the optional function words) are taken in order of
+//!    their *upper bound*, the most one token can add to a score: `weight * (K1 + 1) * idf`, with
+//!    the highest `idf` of its own term or of any term of its stem class.
+//! 2. Each is scored over its whole posting list into per-document accumulators. Before a token
+//!    whose remaining lists are long, the `keep`-th best score so far (`threshold`) is compared
+//!    with the most any document could reach from the remaining tokens alone; when that is lower,
+//!    no document they alone match can enter the window, so the remaining tokens are *deferred*:
+//!    they still count their documents into `total` (a bitmap union, no scoring), and they score
+//!    only the *survivors*.
+//! 3. Survivors are the scored documents (and exact name matches) whose score plus the upper
+//!    bounds of all deferred and optional tokens can still reach `threshold`; the others are known
+//!    to rank below at least `keep` documents. Deferred and optional tokens score the survivors by
+//!    galloping search in their posting lists (sorted by document).
+//!
+//! Every document that can reach the window therefore gets its exact score, added in the same
+//! token order as without pruning, so the pruning never changes a ranking: the
+//! `pruning_never_changes_the_window` test checks this against scoring without it.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use super::{Posting, SearchIndex, COVERAGE_BOOST, FIELDS, K1, LENGTH_NORMALIZATION, WEIGHTS};
+
+thread_local! {
+    /// Per-thread query accumulators, indexed by document and kept zeroed between queries, so a
+    /// query touches only the entries of matching documents instead of allocating.
+    static SCORE_SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Queries that deferred tokens / pruned documents on this thread (tests check pruning ran).
+    pub(super) static PRUNED: std::cell::Cell<[usize; 2]> = const { std::cell::Cell::new([0; 2]) };
+}
+
+/// Relative margin of the pruning tests, so float rounding can never prune a document that ties.
+const PRUNE_MARGIN: f32 = 1e-4;
+/// Most threshold computations per query (each costs a pass over the scored documents).
+const MAX_THRESHOLD_CHECKS: usize = 4;
+
+/// Per-document accumulators of one query; every entry is zero between queries.
+#[derive(Debug, Default)]
+struct Scratch {
+    /// Summed, weighted gains and summed query weights of the matched tokens.
+    score: Vec<[f32; 2]>,
+    /// Gain of the current query token.
+    gain: Vec<f32>,
+    /// Per-field term frequencies of the current stem class.
+    class_tf: Vec<[u16; FIELDS]>,
+    /// One bit per document: sorting a set of documents, counting a union.
+    marks: Vec<u64>,
+}
+
+impl Scratch {
+    fn fit(&mut self, docs: usize) {
+        if self.score.len() < docs {
+            self.score.resize(docs, [0.0; 2]);
+            self.gain.resize(docs, 0.0);
+            self.class_tf.resize(docs, [0; FIELDS]);
+            self.marks.resize(docs.div_ceil(64), 0);
+        }
+    }
+
+    fn mark(&mut self, doc: u32) {
+        self.marks[doc as usize / 64] |= 1 << (doc % 64);
+    }
+
+    /// The marked documents in ascending order; clears the marks.
+    fn take_marked(&mut self) -> Vec<u32> {
+        let mut sorted = Vec::new();
+        for (word, bits) in self.marks.iter_mut().enumerate() {
+            let mut bits = std::mem::take(bits);
+            while bits != 0 {
+                sorted.push(word as u32 * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        sorted
+    }
+
+    /// Number of marked documents; clears the marks.
+    fn take_count(&mut self) -> usize {
+        self.marks
+            .iter_mut()
+            .map(|bits| std::mem::take(bits).count_ones() as usize)
+            .sum()
+    }
+}
+
+/// One distinct token of a query, resolved against the term dictionary.
+#[derive(Debug)]
+pub(super) struct QueryToken<'a> {
+    /// The token's own term, if indexed.
+    pub(super) term: Option<u32>,
+    /// The terms sharing its stem (empty if none is indexed).
+    pub(super) class: &'a [u32],
+    /// 1, or `STOPWORD_WEIGHT` for an English function word.
+    pub(super) weight: f32,
+    /// A function word in a query with other indexed tokens: it scores the documents the other
+    /// tokens find (by its own term only) and finds none itself.
+    pub(super) optional: bool,
+}
+
+impl QueryToken<'_> {
+    /// Whether other terms of its stem are indexed (its gain is then the larger of two).
+    fn has_variants(&self) -> bool {
+        self.class.iter().any(|&member| Some(member) != self.term)
+    }
+}
+
+/// A ranked candidate.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Candidate {
+    pub(super) doc: u32,
+    exact: bool,
+    score: f32,
+    /// The document's `(group, tool, key)` position.
+    rank: u32,
+}
+
+/// Ranking order: exact name matches first, then score descending, then `(group, tool, key)`.
+fn compare(a: &Candidate, b: &Candidate) -> Ordering {
+    b.exact
+        .cmp(&a.exact)
+        .then_with(|| b.score.total_cmp(&a.score))
+        .then_with(|| a.rank.cmp(&b.rank))
+}
+
+/// The first position in `postings[from..]` (sorted by document) whose document is `>= doc`,
+/// found by galloping (exponential, then binary) search.
+fn gallop(postings: &[Posting], from: usize, doc: u32) -> usize {
+    let below = |at: usize| postings.get(at).is_some_and(|posting| posting.doc < doc);
+    if !below(from) {
+        return from;
+    }
+    // Invariant: postings[low].doc < doc.
+    let mut low = from;
+    let mut step = 1;
+    while below(low + step) {
+        low += step;
+        step *= 2;
+    }
+    let high = (low + step).min(postings.len());
+    low + 1 + postings[low + 1..high].partition_point(|posting| posting.doc < doc)
+}
+
+/// The best `keep` candidates seen, in a heap whose top is the worst of them.
+struct TopK {
+    keep: usize,
+    heap: BinaryHeap<Ranked>,
+}
+
+/// A candidate ordered by [`compare`]: greater is ranked lower.
+struct Ranked(Candidate);
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(&self.0, &other.0)
+    }
+}
+
+impl TopK {
+    fn new(keep: usize) -> Self {
+        Self {
+            keep,
+            heap: BinaryHeap::with_capacity(keep.min(1024)),
+        }
+    }
+
+    fn push(&mut self, candidate: Candidate) {
+        if self.heap.len() < self.keep {
+            self.heap.push(Ranked(candidate));
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if compare(&candidate, &worst.0) == Ordering::Less {
+                *worst = Ranked(candidate);
+            }
+        }
+    }
+
+    /// The kept candidates, best first.
+    fn into_sorted(self) -> Vec<Candidate> {
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|ranked| ranked.0)
+            .collect()
+    }
+}
+
+/// A query token with its upper bound and the length of its posting lists.
+struct Planned<'q, 'a> {
+    token: &'q QueryToken<'a>,
+    /// The most this token can add to a document's summed gains (weight included).
+    bound: f32,
+    /// Postings of its term and stem class.
+    postings: usize,
+}
+
+/// The gains of one query over one index state.
+struct Scorer<'i> {
+    index: &'i SearchIndex,
+    allowed: Option<&'i [bool]>,
+    live: f32,
+    /// Per-field `1 - b` and `b / average length` of the BM25 length normalization.
+    base: [f32; FIELDS],
+    slope: [f32; FIELDS],
+}
+
+impl<'i> Scorer<'i> {
+    fn new(index: &'i SearchIndex, allowed: Option<&'i [bool]>) -> Self {
+        let mut base = [1.0f32; FIELDS];
+        let mut slope = [0.0f32; FIELDS];
+        for field in 0..FIELDS {
+            let b = LENGTH_NORMALIZATION[field];
+            let average = if index.live == 0 {
+                0.0
+            } else {
+                index.live_field_tokens[field] as f32 / index.live as f32
+            };
+            if average > 0.0 {
+                base[field] = 1.0 - b;
+                slope[field] = b / average;
+            }
+        }
+        Self {
+            index,
+            allowed,
+            live: index.live as f32,
+            base,
+            slope,
+        }
+    }
+
+    #[inline]
+    fn selectable(&self, doc: u32) -> bool {
+        let index = doc as usize;
+        self.index.alive[index]
+            && self
+                .allowed
+                .is_none_or(|allowed| allowed[self.index.doc_group[index] as usize])
+    }
+
+    fn idf(&self, df: usize) -> f32 {
+        (1.0 + (self.live - df as f32 + 0.5) / (df as f32 + 0.5)).ln()
+    }
+
+    /// BM25F: length-normalized, weighted field frequencies summed, then saturated (so a gain is
+    /// always below `idf * (K1 + 1)`).
+    #[inline]
+    fn gain(&self, doc: u32, tf: [u16; FIELDS], idf: f32) -> f32 {
+        let lens = &self.index.doc_lens[doc as usize];
+        let mut sum = 0.0f32;
+        for field in 0..FIELDS {
+            if tf[field] != 0 {
+                let norm = self.base[field] + self.slope[field] * f32::from(lens[field]);
+                sum += WEIGHTS[field] * f32::from(tf[field]) / norm.max(1e-3);
+            }
+        }
+        idf * sum * (K1 + 1.0) / (sum + K1)
+    }
+
+    fn postings(&self, term: u32) -> &'i [Posting] {
+        &self.index.postings[term as usize]
+    }
+
+    /// Number of live documents in `postings`.
+    fn live_df(&self, postings: &[Posting]) -> usize {
+        if self.index.dead == 0 {
+            postings.len()
+        } else {
+            postings
+                .iter()
+                .filter(|posting| self.index.alive[posting.doc as usize])
+                .count()
+        }
+    }
+
+    /// `token` with its upper bound: a stem class holds at least as many documents as its
+    /// largest member, so its `idf` is at most that member's.
+    fn plan<'q, 'a>(&self, token: &'q QueryToken<'a>, class_too: bool) -> Planned<'q, 'a> {
+        let mut postings = 0;
+        let mut smallest_df = usize::MAX;
+        if let Some(term) = token.term {
+            let list = self.postings(term);
+            postings += list.len();
+            smallest_df = self.live_df(list);
+        }
+        if class_too && token.has_variants() {
+            let mut largest = 0;
+            for &member in token.class {
+                let list = self.postings(member);
+                postings += list.len();
+                largest = largest.max(self.live_df(list));
+            }
+            smallest_df = smallest_df.min(largest);
+        }
+        let bound = if smallest_df == usize::MAX {
+            0.0
+        } else {
+            token.weight * (K1 + 1.0) * self.idf(smallest_df)
+        };
+        Planned {
+            token,
+            bound,
+            postings,
+        }
+    }
+
+    /// Scores `token` over its whole posting lists: adds its gain to every selectable document it
+    /// matches, recording newly matched documents in `touched` and raising `best` to the highest
+    /// score so far (with its coverage factor, over `query_tokens` tokens).
+    fn accumulate(
+        &self,
+        token: &QueryToken<'_>,
+        query_tokens: f32,
+        touched: &mut Vec<u32>,
+        best: &mut f32,
+        scratch: &mut Scratch,
+    ) {
+        let coverage = COVERAGE_BOOST / query_tokens;
+        // Without other terms of its stem, a token's gain is its own term's: added directly.
+        // Otherwise the two gains meet in `scratch.gain` and the larger is added.
+        let variants = token.has_variants();
+        let mut token_docs: Vec<u32> = Vec::new();
+        if let Some(term) = token.term {
+            let postings = self.postings(term);
+            let idf = self.idf(self.live_df(postings));
+            for posting in postings
+                .iter()
+                .filter(|posting| self.selectable(posting.doc))
+            {
+                let doc_gain = self.gain(posting.doc, posting.tf.map(u16::from), idf);
+                let index = posting.doc as usize;
+                if variants {
+                    // Settled below, against the stem class's gain.
+                    scratch.gain[index] = doc_gain;
+                    token_docs.push(posting.doc);
+                    continue;
+                }
+                let [score, matched] = &mut scratch.score[index];
+                if *matched == 0.0 {
+                    touched.push(posting.doc);
+                }
+                *score += token.weight * doc_gain;
+                *matched += token.weight;
+                *best = best.max(*score * (1.0 + coverage * *matched));
+            }
+        }
+        if !variants {
+            return;
+        }
+        let mut class_docs: Vec<u32> = Vec::new();
+        for &member in token.class {
+            for posting in self.postings(member) {
+                if !self.index.alive[posting.doc as usize] {
+                    continue;
+                }
+                let sum = &mut scratch.class_tf[posting.doc as usize];
+                if *sum == [0; FIELDS] {
+                    class_docs.push(posting.doc);
+                }
+                for (total, tf) in sum.iter_mut().zip(posting.tf) {
+                    *total = total.saturating_add(u16::from(tf));
+                }
+            }
+        }
+        let idf = self.idf(class_docs.len());
+        for &doc in &class_docs {
+            let tf = std::mem::take(&mut scratch.class_tf[doc as usize]);
+            if !self.selectable(doc) {
+                continue;
+            }
+            let class_gain = self.gain(doc, tf, idf);
+            let best = &mut scratch.gain[doc as usize];
+            if *best == 0.0 {
+                token_docs.push(doc);
+            }
+            *best = best.max(class_gain);
+        }
+        for &doc in &token_docs {
+            let index = doc as usize;
+            let doc_gain = std::mem::take(&mut scratch.gain[index]);
+            let [score, matched] = &mut scratch.score[index];
+            if *matched == 0.0 {
+                touched.push(doc);
+            }
+            *score += token.weight * doc_gain;
+            *matched += token.weight;
+            *best = best.max(*score * (1.0 + coverage * *matched));
+        }
+    }
+
+    /// Adds the gain of `token` to each of `docs` (ascending, selectable), looking each up in its
+    /// posting lists by galloping search; with `class_too`, as the larger of the term's gain and
+    /// the stem class's, exactly as [`Self::accumulate`] would.
+    fn look_up(
+        &self,
+        token: &QueryToken<'_>,
+        class_too: bool,
+        docs: &[u32],
+        scratch: &mut Scratch,
+    ) {
+        let term = token.term.map(|term| {
+            let postings = self.postings(term);
+            (postings, self.idf(self.live_df(postings)))
+        });
+        let class = (class_too && token.has_variants()).then(|| {
+            let lists: Vec<&[Posting]> = token.class.iter().map(|&m| self.postings(m)).collect();
+            // The class's document frequency: the live documents of the union of its lists.
+            for posting in lists.iter().flat_map(|list| list.iter()) {
+                if self.index.alive[posting.doc as usize] {
+                    scratch.mark(posting.doc);
+                }
+            }
+            let idf = self.idf(scratch.take_count());
+            (lists, idf)
+        });
+        let mut term_at = 0;
+        let mut class_at = vec![0usize; class.as_ref().map_or(0, |(lists, _)| lists.len())];
+        for &doc in docs {
+            let mut best: Option<f32> = None;
+            if let Some((postings, idf)) = term {
+                term_at = gallop(postings, term_at, doc);
+                if let Some(posting) = postings.get(term_at).filter(|p| p.doc == doc) {
+                    best = Some(self.gain(doc, posting.tf.map(u16::from), idf));
+                }
+            }
+            if let Some((lists, idf)) = &class {
+                let mut tf = [0u16; FIELDS];
+                let mut found = false;
+                for (list, at) in lists.iter().zip(class_at.iter_mut()) {
+                    *at = gallop(list, *at, doc);
+                    if let Some(posting) = list.get(*at).filter(|p| p.doc == doc) {
+                        found = true;
+                        for (total, tf) in tf.iter_mut().zip(posting.tf) {
+                            *total = total.saturating_add(u16::from(tf));
+                        }
+                    }
+                }
+                if found {
+                    let class_gain = self.gain(doc, tf, *idf);
+                    best = Some(best.map_or(class_gain, |gain| gain.max(class_gain)));
+                }
+            }
+            if let Some(gain) = best {
+                let [score, matched] = &mut scratch.score[doc as usize];
+                *score += token.weight * gain;
+                *matched += token.weight;
+            }
+        }
+    }
+}
+
+impl SearchIndex {
+    /// Scores the selectable documents matching `tokens` (see the module docs), plus the `exact`
+    /// documents (sorted), and returns their number and the best `keep` of them, best first.
+    pub(super) fn score_query(
+        &self,
+        tokens: &[QueryToken<'_>],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        keep: usize,
+        prune: bool,
+    ) -> (usize, Vec<Candidate>) {
+        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => self.score(tokens, exact, allowed, keep, prune, &mut scratch),
+            Err(_) => self.score(tokens, exact, allowed, keep, prune, &mut Scratch::default()),
+        })
+    }
+
+    /// [`Self::score_query`] with `scratch`, which must be zeroed and is left zeroed.
+    fn score(
+        &self,
+        tokens: &[QueryToken<'_>],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        keep: usize,
+        prune: bool,
+        scratch: &mut Scratch,
+    ) -> (usize, Vec<Candidate>) {
+        scratch.fit(self.docs.len());
+        let scorer = Scorer::new(self, allowed);
+        let query_tokens = tokens.len() as f32;
+        let upper =
+            |bound: f32, weight: f32| bound * (1.0 + COVERAGE_BOOST * weight / query_tokens);
+
+        // Finding tokens by upper bound, highest first (a stable sort: ties keep query order).
+        let mut finding: Vec<Planned<'_, '_>> = tokens
+            .iter()
+            .filter(|token| !token.optional)
+            .map(|token| scorer.plan(token, true))
+            .collect();
+        finding.sort_by(|a, b| b.bound.total_cmp(&a.bound));
+        let optional: Vec<Planned<'_, '_>> = tokens
+            .iter()
+            .filter(|token| token.optional && token.term.is_some())
+            .map(|token| scorer.plan(token, false))
+            .collect();
+        let optional_bound: f32 = optional.iter().map(|planned| planned.bound).sum();
+        let optional_weight: f32 = optional.iter().map(|planned| planned.token.weight).sum();
+        let rest = |from: usize| {
+            let planned = &finding[from..];
+            (
+                planned.iter().map(|p| p.bound).sum::<f32>() + optional_bound,
+                planned.iter().map(|p| p.token.weight).sum::<f32>() + optional_weight,
+            )
+        };
+
+        let mut touched: Vec<u32> = Vec::new();
+        let mut cut = finding.len();
+        let mut threshold: Option<f32> = None;
+        let mut checks = 0;
+        let mut best = 0.0f32;
+        // A threshold found stays valid as tokens are added (scores only grow), so it is reused.
+        let mut known = 0.0f32;
+        for at in 0..finding.len() {
+            let remaining: usize = finding[at..].iter().map(|p| p.postings).sum();
+            if prune && at > 0 {
+                let (bound, weight) = rest(at);
+                let reach = upper(bound, weight) * (1.0 + PRUNE_MARGIN);
+                // A new threshold costs a pass over `touched`: computed only when it may succeed
+                // (the best score so far beats the bound) and saves more than it costs.
+                if reach >= known
+                    && reach < best
+                    && checks < MAX_THRESHOLD_CHECKS
+                    && 2 * remaining > touched.len()
+                {
+                    checks += 1;
+                    known = self
+                        .threshold(&touched, exact, keep, query_tokens, scratch)
+                        .unwrap_or(known);
+                }
+                if reach < known {
+                    threshold = Some(known);
+                    cut = at;
+                    break;
+                }
+            }
+            let token = finding[at].token;
+            scorer.accumulate(token, query_tokens, &mut touched, &mut best, scratch);
+        }
+        if prune && threshold.is_none() && !optional.is_empty() && touched.len() > 8 * keep {
+            threshold = self.threshold(&touched, exact, keep, query_tokens, scratch);
+        }
+        let threshold = threshold.filter(|&threshold| threshold > 0.0);
+        let deferred = &finding[cut..];
+        #[cfg(test)]
+        PRUNED.with(|count| {
+            let [cuts, thresholds] = count.get();
+            count.set([
+                cuts + usize::from(!deferred.is_empty()),
+                thresholds + usize::from(threshold.is_some()),
+            ]);
+        });
+
+        // `total`: the union of the scored documents, the exact matches and the deferred tokens'
+        // selectable documents.
+        let is_exact = |doc: u32| !exact.is_empty() && exact.binary_search(&doc).is_ok();
+        let total = if deferred.is_empty() {
+            touched.len()
+                + exact
+                    .iter()
+                    .filter(|&&doc| scratch.score[doc as usize][1] == 0.0)
+                    .count()
+        } else {
+            for &doc in touched.iter().chain(exact) {
+                scratch.mark(doc);
+            }
+            for planned in deferred {
+                let token = planned.token;
+                let lists = token.term.into_iter().chain(if token.has_variants() {
+                    token.class.to_vec()
+                } else {
+                    Vec::new()
+                });
+                for term in lists {
+                    for posting in scorer.postings(term) {
+                        if scorer.selectable(posting.doc) {
+                            scratch.mark(posting.doc);
+                        }
+                    }
+                }
+            }
+            scratch.take_count()
+        };
+
+        // Survivors: documents that can still reach the window, in document order.
+        let (rest_bound, rest_weight) = rest(cut);
+        for &doc in &touched {
+            let entry = &mut scratch.score[doc as usize];
+            let [score, matched] = *entry;
+            let survives = threshold.is_none_or(|threshold| {
+                is_exact(doc)
+                    || upper(score + rest_bound, matched + rest_weight) * (1.0 + PRUNE_MARGIN)
+                        >= threshold
+            });
+            if survives {
+                scratch.mark(doc);
+            } else {
+                *entry = [0.0; 2];
+            }
+        }
+        for &doc in exact {
+            scratch.mark(doc);
+        }
+        let survivors = scratch.take_marked();
+        for planned in deferred {
+            scorer.look_up(planned.token, true, &survivors, scratch);
+        }
+        for planned in &optional {
+            scorer.look_up(planned.token, false, &survivors, scratch);
+        }
+
+        let mut best = TopK::new(keep);
+        for &doc in &survivors {
+            let [score, matched] = std::mem::take(&mut scratch.score[doc as usize]);
+            best.push(Candidate {
+                doc,
+                exact: is_exact(doc),
+                score: score * (1.0 + COVERAGE_BOOST * matched / query_tokens),
+                rank: self.doc_rank[doc as usize],
+            });
+        }
+        (total, best.into_sorted())
+    }
+
+    /// The `keep`-th best score so far among the scored documents that are not exact matches
+    /// (scores only grow as tokens are added, so the final `keep`-th best is at least this), or
+    /// `None` with fewer such documents.
+    fn threshold(
+        &self,
+        touched: &[u32],
+        exact: &[u32],
+        keep: usize,
+        query_tokens: f32,
+        scratch: &Scratch,
+    ) -> Option<f32> {
+        if keep == 0 || touched.len() < keep {
+            return None;
+        }
+        let mut scores: Vec<f32> = touched
+            .iter()
+            .filter(|doc| exact.binary_search(doc).is_err())
+            .map(|&doc| {
+                let [score, matched] = scratch.score[doc as usize];
+                score * (1.0 + COVERAGE_BOOST * matched / query_tokens)
+            })
+            .collect();
+        if scores.len() < keep {
+            return None;
+        }
+        let (_, kth, _) = scores.select_nth_unstable_by(keep - 1, |a, b| b.total_cmp(a));
+        Some(*kth)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gallop_finds_the_first_posting_at_or_after_a_document() {
+        let postings: Vec<Posting> = [2u32, 3, 5, 8, 13, 21, 34, 55, 89]
+            .iter()
+            .map(|&doc| Posting {
+                doc,
+                tf: [1; FIELDS],
+            })
+            .collect();
+        for from in 0..=postings.len() {
+            for doc in 0..100u32 {
+                let expected = from + postings[from..].iter().take_while(|p| p.doc < doc).count();
+                assert_eq!(
+                    gallop(&postings, from, doc),
+                    expected,
+                    "from {from}, doc {doc}"
+                );
+            }
+        }
+        assert_eq!(gallop(&[], 0, 7), 0);
+    }
+
+    #[test]
+    fn top_k_keeps_the_best_in_order() {
+        let candidate = |doc: u32, exact: bool, score: f32| Candidate {
+            doc,
+            exact,
+            score,
+            rank: doc,
+        };
+        let mut top = TopK::new(3);
+        for (doc, score) in [(0, 1.0), (1, 5.0), (2, 3.0), (3, 5.0), (4, 0.5)] {
+            top.push(candidate(doc, false, score));
+        }
+        top.push(candidate(9, true, 0.0));
+        let docs: Vec<u32> = top.into_sorted().iter().map(|c| c.doc).collect();
+        assert_eq!(docs, [9, 1, 3]);
+        let mut none = TopK::new(0);
+        none.push(candidate(1, true, 1.0));
+        assert!(none.into_sorted().is_empty());
+    }
+}
