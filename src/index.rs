@@ -39,7 +39,7 @@
 //!
 //! Ranking is fully deterministic: exact name matches first, then score descending, then
 //! `(group, tool, key)` in byte order. Scores are finite `f32`s compared with `total_cmp`.
-//! [`ranking`] computes the requested window without scoring every match: documents that cannot
+//! `index/ranking.rs` computes the requested window without scoring every match: documents that cannot
 //! reach it are pruned by upper bounds, which never changes the result.
 
 use std::collections::{BTreeMap, HashMap};
