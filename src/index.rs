@@ -46,9 +46,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use crate::terms::{is_stopword, Dictionary};
-
-mod ranking;
 use crate::tokenize::for_each_token;
+
+mod exact;
+mod ranking;
+use exact::ExactNames;
 use ranking::QueryToken;
 
 /// Deepest schema nesting the parameter walk descends into.
@@ -344,13 +346,35 @@ fn tokenize_all(records: &[Record]) -> Vec<Tokens> {
     })
 }
 
-/// One document of a posting list and the term's frequency in each of its fields (saturating).
-/// Packed to 9 bytes: queries stream whole posting lists, so their size is their speed.
+/// One document of a posting list and the term's frequency in each of its fields, 3 bits a
+/// field, saturating at [`MAX_TF`]. Packed to 6 bytes: queries stream whole posting lists, so
+/// their size is their speed, and they are most of the index's memory.
 #[derive(Debug, Clone, Copy)]
-#[repr(C, packed)]
+#[repr(C, packed(2))]
 struct Posting {
     doc: u32,
-    tf: [u8; FIELDS],
+    packed_tf: u16,
+}
+
+/// Highest term frequency a posting records per field. BM25 saturates well before: with
+/// `k1 = 1.2`, a term's 8th occurrence in a field adds under 3% to its gain.
+const MAX_TF: u8 = 7;
+
+impl Posting {
+    fn new(doc: u32, tf: [u8; FIELDS]) -> Self {
+        let mut packed_tf = 0u16;
+        for (field, &count) in tf.iter().enumerate() {
+            packed_tf |= u16::from(count.min(MAX_TF)) << (3 * field);
+        }
+        Self { doc, packed_tf }
+    }
+
+    /// Term frequency per field.
+    #[inline]
+    fn tf(&self) -> [u16; FIELDS] {
+        let packed = self.packed_tf;
+        std::array::from_fn(|field| (packed >> (3 * field)) & 7)
+    }
 }
 
 #[derive(Debug)]
@@ -386,7 +410,7 @@ pub struct SearchIndex {
     by_key: FxMap<Arc<str>, u32>,
     /// Documents by case-folded tool name (exact-name matches; a canonical name `group__tool` is
     /// matched through its tool part and the group).
-    by_tool_folded: FxMap<Box<str>, Vec<u32>>,
+    by_tool_folded: ExactNames,
     groups: Vec<Group>,
     group_ids: BTreeMap<Arc<str>, u32>,
     /// Per-record term frequencies, kept between `add_tokenized` calls so its table is allocated once.
@@ -416,24 +440,25 @@ impl SearchIndex {
 
     /// Adds or replaces records by key. Unchanged records are left as they are.
     pub fn upsert(&mut self, records: impl IntoIterator<Item = Record>) {
-        // Records already indexed with the same content are skipped; the rest are tokenized (in
-        // parallel for large batches: tokenizing is most of an index build) and then inserted in
-        // order, so a key given twice ends with its last record.
-        let pending: Vec<Record> = records
-            .into_iter()
-            .filter(|record| !self.holds(record, fingerprint(record)))
-            .collect();
-        if pending.is_empty() {
-            return;
-        }
-        let large = pending.len() >= TOKENIZE_BATCH;
-        // Tokenized a batch at a time, so the token buffers alive at once stay small.
-        let mut pending = pending.into_iter();
-        loop {
-            let batch: Vec<Record> = pending.by_ref().take(TOKENIZE_BATCH).collect();
-            if batch.is_empty() {
-                break;
-            }
+        let mut records = records.into_iter();
+        self.upsert_batches(std::iter::from_fn(|| {
+            let batch: Vec<Record> = records.by_ref().take(TOKENIZE_BATCH).collect();
+            (!batch.is_empty()).then_some(batch)
+        }));
+    }
+
+    /// [`Self::upsert`] for records arriving in batches (e.g. converted from another language
+    /// while earlier batches are indexed): each batch is tokenized (in parallel when large) and
+    /// inserted in order, so a key given twice ends with its last record; the storage is trimmed
+    /// and the tie-break ranks renumbered once, after the last batch.
+    pub fn upsert_batches(&mut self, batches: impl IntoIterator<Item = Vec<Record>>) {
+        let mut added = 0usize;
+        for batch in batches {
+            // Records already indexed with the same content are skipped before tokenizing.
+            let batch: Vec<Record> = batch
+                .into_iter()
+                .filter(|record| !self.holds(record, fingerprint(record)))
+                .collect();
             let tokenized = tokenize_all(&batch);
             for (record, tokens) in batch.into_iter().zip(tokenized) {
                 if let Some(&doc) = self.by_key.get(record.key.as_str()) {
@@ -443,16 +468,30 @@ impl SearchIndex {
                     self.remove_doc(doc);
                 }
                 self.add_tokenized(record, tokens);
+                added += 1;
             }
         }
-        if large {
-            // A bulk build leaves posting lists with up to half their capacity unused.
-            for list in &mut self.postings {
-                list.shrink_to_fit();
-            }
+        if added == 0 {
+            return;
+        }
+        if added >= TOKENIZE_BATCH {
+            // A bulk build leaves vectors with up to half their capacity unused.
+            self.shrink_to_fit();
         }
         self.maybe_compact();
         self.refresh_ranks();
+    }
+
+    /// Releases the unused capacity of the posting lists and per-document vectors.
+    fn shrink_to_fit(&mut self) {
+        for list in &mut self.postings {
+            list.shrink_to_fit();
+        }
+        self.postings.shrink_to_fit();
+        self.docs.shrink_to_fit();
+        self.alive.shrink_to_fit();
+        self.doc_group.shrink_to_fit();
+        self.doc_lens.shrink_to_fit();
     }
 
     /// Whether `record` (with content `fingerprint`) is indexed unchanged.
@@ -526,7 +565,7 @@ impl SearchIndex {
         }
         let lens = tokens.lens;
         for (term, tf) in tfs.drain() {
-            self.postings[term as usize].push(Posting { doc, tf });
+            self.postings[term as usize].push(Posting::new(doc, tf));
         }
         self.scratch_tfs = tfs;
 
@@ -545,10 +584,7 @@ impl SearchIndex {
         self.doc_lens.push(doc_lens);
         self.live += 1;
         self.by_key.insert(key.clone(), doc);
-        self.by_tool_folded
-            .entry(Box::from(record.tool.to_lowercase()))
-            .or_default()
-            .push(doc);
+        self.by_tool_folded.insert(&record.tool.to_lowercase(), doc);
         self.groups[group as usize].members.insert((tool, key), doc);
     }
 
@@ -565,13 +601,7 @@ impl SearchIndex {
         }
         let entry = &self.docs[index];
         self.by_key.remove(&entry.key);
-        let name = entry.tool.to_lowercase();
-        if let Some(docs) = self.by_tool_folded.get_mut(name.as_str()) {
-            docs.retain(|&d| d != doc);
-            if docs.is_empty() {
-                self.by_tool_folded.remove(name.as_str());
-            }
-        }
+        self.by_tool_folded.remove(&entry.tool.to_lowercase(), doc);
         self.groups[entry.group as usize]
             .members
             .remove(&(entry.tool.clone(), entry.key.clone()));
@@ -631,11 +661,7 @@ impl SearchIndex {
         for doc in self.by_key.values_mut() {
             *doc = remap[*doc as usize];
         }
-        for docs in self.by_tool_folded.values_mut() {
-            for doc in docs.iter_mut() {
-                *doc = remap[*doc as usize];
-            }
-        }
+        self.by_tool_folded.remap(&remap);
         for group in &mut self.groups {
             for doc in group.members.values_mut() {
                 *doc = remap[*doc as usize];
@@ -765,11 +791,16 @@ impl SearchIndex {
                 && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
         };
         let folded = query.trim().to_lowercase();
+        // Candidates by name hash, checked against the documents' own (folded) tool names.
+        let named = |doc: &u32, folded: &str| {
+            let tool = &self.docs[*doc as usize].tool;
+            tool.eq_ignore_ascii_case(folded) || (!tool.is_ascii() && tool.to_lowercase() == folded)
+        };
         let mut exact: Vec<u32> = self
             .by_tool_folded
-            .get(folded.as_str())
-            .into_iter()
-            .flatten()
+            .get(&folded)
+            .iter()
+            .filter(|doc| named(doc, &folded))
             .copied()
             .collect();
         if let Some((group, tool)) = folded.split_once("__") {
@@ -778,8 +809,8 @@ impl SearchIndex {
                 name.eq_ignore_ascii_case(group)
                     || (!name.is_ascii() && name.to_lowercase() == group)
             };
-            let docs = self.by_tool_folded.get(tool).into_iter().flatten();
-            exact.extend(docs.filter(|doc| in_group(doc)));
+            let docs = self.by_tool_folded.get(tool).iter();
+            exact.extend(docs.filter(|doc| named(doc, tool) && in_group(doc)));
         }
         exact.retain(|&doc| selectable(doc));
         exact.sort_unstable();
@@ -1376,6 +1407,15 @@ mod tests {
             search(&index, "report for the city", Some(&["g"]), 0, 10),
             (2, vec!["g__b_report".to_owned(), "g__a_report".to_owned()])
         );
+    }
+
+    #[test]
+    fn postings_pack_term_frequencies_into_six_bytes() {
+        assert_eq!(std::mem::size_of::<Posting>(), 6);
+        let posting = Posting::new(u32::MAX, [0, 1, 6, 7, 200]);
+        assert_eq!({ posting.doc }, u32::MAX);
+        assert_eq!(posting.tf(), [0, 1, 6, 7, 7]);
+        assert_eq!(Posting::new(3, [0; FIELDS]).tf(), [0; FIELDS]);
     }
 
     #[test]

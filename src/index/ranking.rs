@@ -349,7 +349,7 @@ impl<'i> Scorer<'i> {
                 .iter()
                 .filter(|posting| self.selectable(posting.doc))
             {
-                let doc_gain = self.gain(posting.doc, posting.tf.map(u16::from), idf);
+                let doc_gain = self.gain(posting.doc, posting.tf(), idf);
                 let index = posting.doc as usize;
                 if variants {
                     // Settled below, against the stem class's gain.
@@ -379,8 +379,8 @@ impl<'i> Scorer<'i> {
                 if *sum == [0; FIELDS] {
                     class_docs.push(posting.doc);
                 }
-                for (total, tf) in sum.iter_mut().zip(posting.tf) {
-                    *total = total.saturating_add(u16::from(tf));
+                for (total, tf) in sum.iter_mut().zip(posting.tf()) {
+                    *total = total.saturating_add(tf);
                 }
             }
         }
@@ -442,7 +442,7 @@ impl<'i> Scorer<'i> {
             if let Some((postings, idf)) = term {
                 term_at = gallop(postings, term_at, doc);
                 if let Some(posting) = postings.get(term_at).filter(|p| p.doc == doc) {
-                    best = Some(self.gain(doc, posting.tf.map(u16::from), idf));
+                    best = Some(self.gain(doc, posting.tf(), idf));
                 }
             }
             if let Some((lists, idf)) = &class {
@@ -452,8 +452,8 @@ impl<'i> Scorer<'i> {
                     *at = gallop(list, *at, doc);
                     if let Some(posting) = list.get(*at).filter(|p| p.doc == doc) {
                         found = true;
-                        for (total, tf) in tf.iter_mut().zip(posting.tf) {
-                            *total = total.saturating_add(u16::from(tf));
+                        for (total, tf) in tf.iter_mut().zip(posting.tf()) {
+                            *total = total.saturating_add(tf);
                         }
                     }
                 }
@@ -682,10 +682,7 @@ mod tests {
     fn gallop_finds_the_first_posting_at_or_after_a_document() {
         let postings: Vec<Posting> = [2u32, 3, 5, 8, 13, 21, 34, 55, 89]
             .iter()
-            .map(|&doc| Posting {
-                doc,
-                tf: [1; FIELDS],
-            })
+            .map(|&doc| Posting::new(doc, [1; FIELDS]))
             .collect();
         for from in 0..=postings.len() {
             for doc in 0..100u32 {

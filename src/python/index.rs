@@ -26,6 +26,17 @@ type Fields<'py> = (
     Bound<'py, PyAny>,
 );
 
+/// One type-checked record, converted to the core's `Record` (needs the GIL).
+fn convert((key, group, tool, description, schema): &Fields<'_>) -> Record {
+    Record {
+        key: text(key).into_owned(),
+        group: text(group).into_owned(),
+        tool: text(tool).into_owned(),
+        description: text(description).into_owned(),
+        parameter_text: collect_parameter_text(PyNode(schema.clone())),
+    }
+}
+
 #[pymethods]
 impl PySearchIndex {
     #[new]
@@ -93,33 +104,40 @@ impl PySearchIndex {
 
 impl PySearchIndex {
     fn upsert_records(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
-        // Every item is type-checked before the index changes (conversion itself cannot fail),
-        // then converted and indexed a batch at a time, so the converted text alive at once stays
-        // small. Readers may see a large upsert between batches; the Python side serializes
-        // index sync and search, so it never does.
+        // Every item is type-checked before the index changes (conversion itself cannot fail).
+        // Then this thread converts a batch at a time (it needs the GIL) while a worker thread,
+        // without the GIL, indexes the batches already converted: the two overlap, and the
+        // converted text alive at once stays within two batches. The worker holds the write lock
+        // for the whole upsert, so readers see the index before or after it, never between.
         let items = records
             .try_iter()?
             .map(|item| item?.extract::<Fields<'_>>())
             .collect::<PyResult<Vec<_>>>()?;
-        for batch in items.chunks(UPSERT_BATCH) {
-            let converted: Vec<Record> = batch
-                .iter()
-                .map(|(key, group, tool, description, schema)| Record {
-                    key: text(key).into_owned(),
-                    group: text(group).into_owned(),
-                    tool: text(tool).into_owned(),
-                    description: text(description).into_owned(),
-                    parameter_text: collect_parameter_text(PyNode(schema.clone())),
-                })
-                .collect();
-            py.detach(|| {
-                self.inner
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .upsert(converted);
-            });
+        if items.len() <= UPSERT_BATCH {
+            let converted = items.iter().map(convert).collect::<Vec<_>>();
+            py.detach(|| self.write().upsert(converted));
+            return Ok(());
         }
-        Ok(())
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<Record>>(1);
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(move || self.write().upsert_batches(receiver));
+            for batch in items.chunks(UPSERT_BATCH) {
+                let converted: Vec<Record> = batch.iter().map(convert).collect();
+                if py.detach(|| sender.send(converted)).is_err() {
+                    break; // the worker stopped (it panicked): reported by `join` below
+                }
+            }
+            drop(sender);
+            py.detach(|| worker.join()).map_err(|_| {
+                pyo3::exceptions::PyRuntimeError::new_err(
+                    "internal error in the pydantic_ai_toolproxy core while indexing (a bug; please report it)",
+                )
+            })
+        })
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, index::SearchIndex> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn search_records<'py>(
