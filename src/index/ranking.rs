@@ -13,13 +13,16 @@
 //!    no document they alone match can enter the window, so the remaining tokens are *deferred*:
 //!    they still count their documents into `total` (a bitmap union, no scoring), and they score
 //!    only the *survivors*.
-//! 3. Survivors are the scored documents (and exact name matches) whose score plus the upper
-//!    bounds of all deferred and optional tokens can still reach `threshold`; the others are known
-//!    to rank below at least `keep` documents. Deferred and optional tokens score the survivors by
-//!    galloping search in their posting lists (sorted by document).
+//! 3. Optional tokens whose lists are short are then scanned once, adding to the documents
+//!    already found (and the exact name matches); the threshold is recomputed with them.
+//! 4. Survivors are the scored documents (and exact name matches) whose score plus the upper
+//!    bounds of the deferred tokens and of the common optional tokens can still reach
+//!    `threshold`; the others are known to rank below at least `keep` documents. Those tokens
+//!    score only the survivors, by galloping search in their posting lists (sorted by document).
 //!
 //! Every document that can reach the window therefore gets its exact score, added in the same
-//! token order as without pruning, so the pruning never changes a ranking: the
+//! order as without pruning (finding tokens and optional tokens in separate accumulators, each
+//! in a fixed token order), so the pruning never changes a ranking: the
 //! `pruning_never_changes_the_window` test checks this against scoring without it.
 
 use std::cmp::Ordering;
@@ -41,26 +44,36 @@ thread_local! {
 
 /// Relative margin of the pruning tests, so float rounding can never prune a document that ties.
 const PRUNE_MARGIN: f32 = 1e-4;
+/// An optional token is scanned when its list holds at most 1 / `SCAN_FRACTION` of the documents.
+const SCAN_FRACTION: usize = 8;
 /// Most threshold computations per query (each costs a pass over the scored documents).
 const MAX_THRESHOLD_CHECKS: usize = 4;
 
 /// Per-document accumulators of one query; every entry is zero between queries.
 #[derive(Debug, Default)]
 struct Scratch {
-    /// Summed, weighted gains and summed query weights of the matched tokens.
+    /// Summed, weighted gains and summed query weights of the matched finding tokens.
     score: Vec<[f32; 2]>,
+    /// The same for the optional tokens (kept apart, so their sum is added in one fixed order
+    /// whichever way each was scored).
+    optional: Vec<[f32; 2]>,
     /// Gain of the current query token.
     gain: Vec<f32>,
     /// Per-field term frequencies of the current stem class.
     class_tf: Vec<[u16; FIELDS]>,
     /// One bit per document: sorting a set of documents, counting a union.
     marks: Vec<u64>,
+    /// Reused document lists (kept empty between queries, their capacity kept).
+    touched: Vec<u32>,
+    token_docs: Vec<u32>,
+    class_docs: Vec<u32>,
 }
 
 impl Scratch {
     fn fit(&mut self, docs: usize) {
         if self.score.len() < docs {
             self.score.resize(docs, [0.0; 2]);
+            self.optional.resize(docs, [0.0; 2]);
             self.gain.resize(docs, 0.0);
             self.class_tf.resize(docs, [0; FIELDS]);
             self.marks.resize(docs.div_ceil(64), 0);
@@ -266,7 +279,7 @@ impl<'i> Scorer<'i> {
 
     /// BM25F: length-normalized, weighted field frequencies summed, then saturated (so a gain is
     /// always below `idf * (K1 + 1)`).
-    #[inline]
+    #[inline(always)]
     fn gain(&self, doc: u32, tf: [u16; FIELDS], idf: f32) -> f32 {
         let lens = &self.index.doc_lens[doc as usize];
         let mut sum = 0.0f32;
@@ -341,7 +354,8 @@ impl<'i> Scorer<'i> {
         // Without other terms of its stem, a token's gain is its own term's: added directly.
         // Otherwise the two gains meet in `scratch.gain` and the larger is added.
         let variants = token.has_variants();
-        let mut token_docs: Vec<u32> = Vec::new();
+        let mut token_docs = std::mem::take(&mut scratch.token_docs);
+        token_docs.clear();
         if let Some(term) = token.term {
             let postings = self.postings(term);
             let idf = self.idf(self.live_df(postings));
@@ -367,9 +381,11 @@ impl<'i> Scorer<'i> {
             }
         }
         if !variants {
+            scratch.token_docs = token_docs;
             return;
         }
-        let mut class_docs: Vec<u32> = Vec::new();
+        let mut class_docs = std::mem::take(&mut scratch.class_docs);
+        class_docs.clear();
         for &member in token.class {
             for posting in self.postings(member) {
                 if !self.index.alive[posting.doc as usize] {
@@ -408,11 +424,14 @@ impl<'i> Scorer<'i> {
             *matched += token.weight;
             *best = best.max(*score * (1.0 + coverage * *matched));
         }
+        scratch.token_docs = token_docs;
+        scratch.class_docs = class_docs;
     }
 
     /// Adds the gain of `token` to each of `docs` (ascending, selectable), looking each up in its
-    /// posting lists by galloping search; with `class_too`, as the larger of the term's gain and
-    /// the stem class's, exactly as [`Self::accumulate`] would.
+    /// posting lists by galloping search; with `class_too` (a finding token), as the larger of the
+    /// term's gain and the stem class's, exactly as [`Self::accumulate`] would, else (an optional
+    /// token) into the optional accumulator.
     fn look_up(
         &self,
         token: &QueryToken<'_>,
@@ -463,12 +482,42 @@ impl<'i> Scorer<'i> {
                 }
             }
             if let Some(gain) = best {
-                let [score, matched] = &mut scratch.score[doc as usize];
+                let accumulator = if class_too {
+                    &mut scratch.score
+                } else {
+                    &mut scratch.optional
+                };
+                let [score, matched] = &mut accumulator[doc as usize];
                 *score += token.weight * gain;
                 *matched += token.weight;
             }
         }
     }
+}
+
+impl Scorer<'_> {
+    /// Adds the gain of the optional `token` to the documents of its posting list that finding
+    /// tokens matched or that are `exact` matches: one pass over its list, cheaper than a lookup
+    /// per document when the list is short.
+    fn scan_optional(&self, token: &QueryToken<'_>, exact: &[u32], scratch: &mut Scratch) {
+        let Some(term) = token.term else { return };
+        let postings = self.postings(term);
+        let idf = self.idf(self.live_df(postings));
+        for posting in postings {
+            let doc = posting.doc;
+            let found = scratch.score[doc as usize][1] != 0.0;
+            if found || (!exact.is_empty() && exact.binary_search(&doc).is_ok()) {
+                let [score, matched] = &mut scratch.optional[doc as usize];
+                *score += token.weight * self.gain(doc, posting.tf(), idf);
+                *matched += token.weight;
+            }
+        }
+    }
+}
+
+/// Final score from the two accumulators of a document.
+fn combined(finding: [f32; 2], optional: [f32; 2]) -> (f32, f32) {
+    (finding[0] + optional[0], finding[1] + optional[1])
 }
 
 impl SearchIndex {
@@ -511,22 +560,38 @@ impl SearchIndex {
             .map(|token| scorer.plan(token, true))
             .collect();
         finding.sort_by(|a, b| b.bound.total_cmp(&a.bound));
-        let optional: Vec<Planned<'_, '_>> = tokens
+        // Optional tokens: those with short lists are scanned once the finding tokens are scored
+        // (`scanned`); the common ones (`the`, `a`) only look up the surviving documents. The split
+        // depends on the index alone, so the optional gains always add up in the same order.
+        let (scanned, looked_up): (Vec<Planned<'_, '_>>, Vec<Planned<'_, '_>>) = tokens
             .iter()
             .filter(|token| token.optional && token.term.is_some())
             .map(|token| scorer.plan(token, false))
-            .collect();
-        let optional_bound: f32 = optional.iter().map(|planned| planned.bound).sum();
-        let optional_weight: f32 = optional.iter().map(|planned| planned.token.weight).sum();
-        let rest = |from: usize| {
-            let planned = &finding[from..];
+            .partition(|planned| planned.postings * SCAN_FRACTION <= self.live);
+        let sums = |planned: &[Planned<'_, '_>]| {
             (
-                planned.iter().map(|p| p.bound).sum::<f32>() + optional_bound,
-                planned.iter().map(|p| p.token.weight).sum::<f32>() + optional_weight,
+                planned.iter().map(|p| p.bound).sum::<f32>(),
+                planned.iter().map(|p| p.token.weight).sum::<f32>(),
+            )
+        };
+        let (scanned_bound, scanned_weight) = sums(&scanned);
+        let (looked_up_bound, looked_up_weight) = sums(&looked_up);
+        // What the finding tokens from `from` on and the optional tokens still to score can add.
+        let rest = |from: usize, scanned_too: bool| {
+            let (bound, weight) = sums(&finding[from..]);
+            let (extra_bound, extra_weight) = if scanned_too {
+                (scanned_bound, scanned_weight)
+            } else {
+                (0.0, 0.0)
+            };
+            (
+                bound + looked_up_bound + extra_bound,
+                weight + looked_up_weight + extra_weight,
             )
         };
 
-        let mut touched: Vec<u32> = Vec::new();
+        let mut touched = std::mem::take(&mut scratch.touched);
+        touched.clear();
         let mut cut = finding.len();
         let mut threshold: Option<f32> = None;
         let mut checks = 0;
@@ -536,7 +601,7 @@ impl SearchIndex {
         for at in 0..finding.len() {
             let remaining: usize = finding[at..].iter().map(|p| p.postings).sum();
             if prune && at > 0 {
-                let (bound, weight) = rest(at);
+                let (bound, weight) = rest(at, true);
                 let reach = upper(bound, weight) * (1.0 + PRUNE_MARGIN);
                 // A new threshold costs a pass over `touched`: computed only when it may succeed
                 // (the best score so far beats the bound) and saves more than it costs.
@@ -559,7 +624,11 @@ impl SearchIndex {
             let token = finding[at].token;
             scorer.accumulate(token, query_tokens, &mut touched, &mut best, scratch);
         }
-        if prune && threshold.is_none() && !optional.is_empty() && touched.len() > 8 * keep {
+        for planned in &scanned {
+            scorer.scan_optional(planned.token, exact, scratch);
+        }
+        if prune && (threshold.is_some() || touched.len() > 8 * keep) {
+            // Scores grew since (or no threshold was needed yet): the survivors are fewer with it.
             threshold = self.threshold(&touched, exact, keep, query_tokens, scratch);
         }
         let threshold = threshold.filter(|&threshold| threshold > 0.0);
@@ -605,10 +674,10 @@ impl SearchIndex {
         };
 
         // Survivors: documents that can still reach the window, in document order.
-        let (rest_bound, rest_weight) = rest(cut);
+        let (rest_bound, rest_weight) = rest(cut, false);
         for &doc in &touched {
-            let entry = &mut scratch.score[doc as usize];
-            let [score, matched] = *entry;
+            let index = doc as usize;
+            let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
             let survives = threshold.is_none_or(|threshold| {
                 is_exact(doc)
                     || upper(score + rest_bound, matched + rest_weight) * (1.0 + PRUNE_MARGIN)
@@ -617,7 +686,8 @@ impl SearchIndex {
             if survives {
                 scratch.mark(doc);
             } else {
-                *entry = [0.0; 2];
+                scratch.score[index] = [0.0; 2];
+                scratch.optional[index] = [0.0; 2];
             }
         }
         for &doc in exact {
@@ -627,13 +697,17 @@ impl SearchIndex {
         for planned in deferred {
             scorer.look_up(planned.token, true, &survivors, scratch);
         }
-        for planned in &optional {
+        for planned in &looked_up {
             scorer.look_up(planned.token, false, &survivors, scratch);
         }
 
         let mut best = TopK::new(keep);
         for &doc in &survivors {
-            let [score, matched] = std::mem::take(&mut scratch.score[doc as usize]);
+            let index = doc as usize;
+            let (score, matched) = combined(
+                std::mem::take(&mut scratch.score[index]),
+                std::mem::take(&mut scratch.optional[index]),
+            );
             best.push(Candidate {
                 doc,
                 exact: is_exact(doc),
@@ -641,6 +715,7 @@ impl SearchIndex {
                 rank: self.doc_rank[doc as usize],
             });
         }
+        scratch.touched = touched;
         (total, best.into_sorted())
     }
 
@@ -662,7 +737,8 @@ impl SearchIndex {
             .iter()
             .filter(|doc| exact.binary_search(doc).is_err())
             .map(|&doc| {
-                let [score, matched] = scratch.score[doc as usize];
+                let index = doc as usize;
+                let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
                 score * (1.0 + COVERAGE_BOOST * matched / query_tokens)
             })
             .collect();
