@@ -48,9 +48,13 @@ use std::sync::Arc;
 use crate::terms::{is_stopword, Dictionary};
 use crate::tokenize::for_each_token;
 
+mod doc_name;
 mod exact;
+mod postings;
 mod ranking;
+use doc_name::{ByTool, DocName};
 use exact::ExactNames;
+use postings::PostingList;
 use ranking::QueryToken;
 
 /// Deepest schema nesting the parameter walk descends into.
@@ -379,9 +383,7 @@ impl Posting {
 
 #[derive(Debug)]
 struct Doc {
-    key: Arc<str>,
-    tool: Arc<str>,
-    group: u32,
+    name: DocName,
     fingerprint: u64,
 }
 
@@ -389,7 +391,7 @@ struct Doc {
 struct Group {
     name: Arc<str>,
     /// Live members in browse order: (tool, key) -> doc.
-    members: BTreeMap<(Arc<str>, Arc<str>), u32>,
+    members: BTreeMap<ByTool, u32>,
 }
 
 /// The search index. Cheap to query concurrently (`&self`), mutated with `&mut self`.
@@ -406,8 +408,8 @@ pub struct SearchIndex {
     live_field_tokens: [u64; FIELDS],
     terms: Dictionary<FastState>,
     /// Posting lists by term id.
-    postings: Vec<Vec<Posting>>,
-    by_key: FxMap<Arc<str>, u32>,
+    postings: Vec<PostingList>,
+    by_key: FxMap<DocName, u32>,
     /// Documents by case-folded tool name (exact-name matches; a canonical name `group__tool` is
     /// matched through its tool part and the group).
     by_tool_folded: ExactNames,
@@ -435,7 +437,10 @@ impl SearchIndex {
 
     /// Live keys, in no particular order.
     pub fn keys(&self) -> Vec<Arc<str>> {
-        self.by_key.keys().cloned().collect()
+        self.by_key
+            .keys()
+            .map(|name| Arc::from(name.key()))
+            .collect()
     }
 
     /// Adds or replaces records by key. Unchanged records are left as they are.
@@ -499,7 +504,7 @@ impl SearchIndex {
         self.by_key.get(record.key.as_str()).is_some_and(|&doc| {
             self.docs[doc as usize].fingerprint == fingerprint
                 && *self.groups[self.doc_group[doc as usize] as usize].name == *record.group
-                && *self.docs[doc as usize].tool == *record.tool
+                && self.docs[doc as usize].name.tool() == record.tool
         })
     }
 
@@ -548,8 +553,7 @@ impl SearchIndex {
     fn add_tokenized(&mut self, record: Record, tokens: Tokens) {
         let doc = self.docs.len() as u32;
         let group = self.group_id(&record.group);
-        let key: Arc<str> = Arc::from(record.key.as_str());
-        let tool: Arc<str> = Arc::from(record.tool.as_str());
+        let name = DocName::new(&record.key, &record.tool);
 
         let mut tfs = std::mem::take(&mut self.scratch_tfs);
         tfs.clear();
@@ -558,7 +562,7 @@ impl SearchIndex {
                 .terms
                 .intern(&tokens.text[start as usize..end as usize]);
             if term as usize == self.postings.len() {
-                self.postings.push(Vec::new());
+                self.postings.push(PostingList::default());
             }
             let tf = &mut tfs.entry(term).or_default()[field as usize];
             *tf = tf.saturating_add(1);
@@ -574,18 +578,18 @@ impl SearchIndex {
             *total += u64::from(len);
         }
         self.docs.push(Doc {
-            key: key.clone(),
-            tool: tool.clone(),
-            group,
+            name: name.clone(),
             fingerprint: tokens.fingerprint,
         });
         self.alive.push(true);
         self.doc_group.push(group);
         self.doc_lens.push(doc_lens);
         self.live += 1;
-        self.by_key.insert(key.clone(), doc);
+        self.by_key.insert(name.clone(), doc);
         self.by_tool_folded.insert(&record.tool.to_lowercase(), doc);
-        self.groups[group as usize].members.insert((tool, key), doc);
+        self.groups[group as usize]
+            .members
+            .insert(ByTool(name), doc);
     }
 
     fn remove_doc(&mut self, doc: u32) {
@@ -599,12 +603,12 @@ impl SearchIndex {
         for (total, len) in self.live_field_tokens.iter_mut().zip(self.doc_lens[index]) {
             *total = total.saturating_sub(u64::from(len));
         }
-        let entry = &self.docs[index];
-        self.by_key.remove(&entry.key);
-        self.by_tool_folded.remove(&entry.tool.to_lowercase(), doc);
-        self.groups[entry.group as usize]
+        let name = &self.docs[index].name;
+        self.by_key.remove(name.key());
+        self.by_tool_folded.remove(&name.tool().to_lowercase(), doc);
+        self.groups[self.doc_group[index] as usize]
             .members
-            .remove(&(entry.tool.clone(), entry.key.clone()));
+            .remove(&ByTool(name.clone()));
     }
 
     fn maybe_compact(&mut self) {
@@ -628,15 +632,17 @@ impl SearchIndex {
         }
         let docs = std::mem::take(&mut self.docs);
         let doc_lens = std::mem::take(&mut self.doc_lens);
+        let doc_group = std::mem::take(&mut self.doc_group);
         let alive = std::mem::take(&mut self.alive);
-        for ((entry, lens), is_alive) in docs.into_iter().zip(doc_lens).zip(alive) {
+        let columns = docs.into_iter().zip(doc_lens).zip(doc_group).zip(alive);
+        for (((entry, lens), group), is_alive) in columns {
             if is_alive {
                 self.docs.push(entry);
                 self.doc_lens.push(lens);
+                self.doc_group.push(group);
                 self.alive.push(true);
             }
         }
-        self.doc_group = self.docs.iter().map(|entry| entry.group).collect();
         self.dead = 0;
 
         let mut postings = std::mem::take(&mut self.postings);
@@ -648,7 +654,7 @@ impl SearchIndex {
             });
         }
         let mut term_remap = vec![u32::MAX; postings.len()];
-        let mut kept: Vec<Vec<Posting>> = Vec::with_capacity(postings.len());
+        let mut kept: Vec<PostingList> = Vec::with_capacity(postings.len());
         for (slot, list) in term_remap.iter_mut().zip(postings) {
             if !list.is_empty() {
                 *slot = kept.len() as u32;
@@ -769,7 +775,7 @@ impl SearchIndex {
                     .keys()
                     .skip(skip)
                     .take(wanted)
-                    .map(|(_, key)| key.clone()),
+                    .map(|name| Arc::from(name.0.key())),
             );
             skip = 0;
         }
@@ -793,7 +799,7 @@ impl SearchIndex {
         let folded = query.trim().to_lowercase();
         // Candidates by name hash, checked against the documents' own (folded) tool names.
         let named = |doc: &u32, folded: &str| {
-            let tool = &self.docs[*doc as usize].tool;
+            let tool = self.docs[*doc as usize].name.tool();
             tool.eq_ignore_ascii_case(folded) || (!tool.is_ascii() && tool.to_lowercase() == folded)
         };
         let mut exact: Vec<u32> = self
@@ -821,7 +827,7 @@ impl SearchIndex {
         let keys = best
             .iter()
             .skip(offset)
-            .map(|candidate| self.docs[candidate.doc as usize].key.clone())
+            .map(|candidate| Arc::from(self.docs[candidate.doc as usize].name.key()))
             .collect();
         (total, keys)
     }

@@ -293,7 +293,7 @@ impl<'i> Scorer<'i> {
     }
 
     fn postings(&self, term: u32) -> &'i [Posting] {
-        &self.index.postings[term as usize]
+        self.index.postings[term as usize].as_slice()
     }
 
     /// Number of live documents in `postings`.
