@@ -67,6 +67,7 @@ struct Scratch {
     touched: Vec<u32>,
     token_docs: Vec<u32>,
     class_docs: Vec<u32>,
+    scores: Vec<f32>,
 }
 
 impl Scratch {
@@ -728,25 +729,29 @@ impl SearchIndex {
         exact: &[u32],
         keep: usize,
         query_tokens: f32,
-        scratch: &Scratch,
+        scratch: &mut Scratch,
     ) -> Option<f32> {
         if keep == 0 || touched.len() < keep {
             return None;
         }
-        let mut scores: Vec<f32> = touched
-            .iter()
-            .filter(|doc| exact.binary_search(doc).is_err())
-            .map(|&doc| {
-                let index = doc as usize;
-                let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
-                score * (1.0 + COVERAGE_BOOST * matched / query_tokens)
-            })
-            .collect();
-        if scores.len() < keep {
-            return None;
-        }
-        let (_, kth, _) = scores.select_nth_unstable_by(keep - 1, |a, b| b.total_cmp(a));
-        Some(*kth)
+        let mut scores = std::mem::take(&mut scratch.scores);
+        scores.clear();
+        scores.extend(
+            touched
+                .iter()
+                .filter(|doc| exact.is_empty() || exact.binary_search(doc).is_err())
+                .map(|&doc| {
+                    let index = doc as usize;
+                    let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
+                    score * (1.0 + COVERAGE_BOOST * matched / query_tokens)
+                }),
+        );
+        let found = (scores.len() >= keep).then(|| {
+            let (_, kth, _) = scores.select_nth_unstable_by(keep - 1, |a, b| b.total_cmp(a));
+            *kth
+        });
+        scratch.scores = scores;
+        found
     }
 }
 
