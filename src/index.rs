@@ -1509,7 +1509,8 @@ mod tests {
                 }
                 let query = query.join(" ");
                 let groups: Option<Vec<&str>> = (query_number % 3 == 0).then(|| vec!["g1", "g2"]);
-                for (offset, limit) in [(0, 1), (0, 5), (0, 10), (3, 4), (10, 10)] {
+                for (offset, limit) in [(0, 1), (0, 5), (0, 10), (3, 4), (10, 10), (2, usize::MAX)]
+                {
                     let pruned =
                         index.search_pruned(&query, groups.as_deref(), offset, limit, true);
                     let full = index.search_pruned(&query, groups.as_deref(), offset, limit, false);

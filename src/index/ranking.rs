@@ -628,7 +628,7 @@ impl SearchIndex {
         for planned in &scanned {
             scorer.scan_optional(planned.token, exact, scratch);
         }
-        if prune && (threshold.is_some() || touched.len() > 8 * keep) {
+        if prune && (threshold.is_some() || touched.len() / 8 > keep) {
             // Scores grew since (or no threshold was needed yet): the survivors are fewer with it.
             threshold = self.threshold(&touched, exact, keep, query_tokens, scratch);
         }
