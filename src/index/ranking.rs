@@ -234,6 +234,9 @@ struct Planned<'q, 'a> {
 struct Scorer<'i> {
     index: &'i SearchIndex,
     allowed: Option<&'i [bool]>,
+    /// No group filter and no dead document: every listed document is selectable (and alive), so
+    /// the per-posting checks are skipped.
+    everything: bool,
     live: f32,
     /// Per-field `1 - b` and `b / average length` of the BM25 length normalization.
     base: [f32; FIELDS],
@@ -259,6 +262,7 @@ impl<'i> Scorer<'i> {
         Self {
             index,
             allowed,
+            everything: allowed.is_none() && index.dead == 0,
             live: index.live as f32,
             base,
             slope,
@@ -267,6 +271,9 @@ impl<'i> Scorer<'i> {
 
     #[inline]
     fn selectable(&self, doc: u32) -> bool {
+        if self.everything {
+            return true;
+        }
         let index = doc as usize;
         self.index.alive[index]
             && self
@@ -389,7 +396,7 @@ impl<'i> Scorer<'i> {
         class_docs.clear();
         for &member in token.class {
             for posting in self.postings(member) {
-                if !self.index.alive[posting.doc as usize] {
+                if !self.everything && !self.index.alive[posting.doc as usize] {
                     continue;
                 }
                 let sum = &mut scratch.class_tf[posting.doc as usize];
