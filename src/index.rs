@@ -679,10 +679,12 @@ impl SearchIndex {
 
     /// Runs a query and returns `(total, keys of ranked results[offset..offset + limit])`.
     ///
-    /// `groups`: `None` selects every group, otherwise only the listed ones. A query without
-    /// tokens browses the selected groups in `(group, tool)` order. Otherwise only records
-    /// matching at least one query token count; an exact name match (the trimmed, lower-cased
-    /// query equals a record's lower-cased tool name or key) ranks above everything else.
+    /// `groups`: `None` selects every group, otherwise only the listed ones. A query with nothing
+    /// to look for (no alphanumeric character, no exact name match) browses the selected groups
+    /// in `(group, tool)` order. Otherwise only records matching at least one query token count
+    /// (a word over [`crate::tokenize::MAX_TOKEN_BYTES`] is no token: it matches nothing); an exact
+    /// name match (the trimmed, lower-cased query equals a record's lower-cased tool name or its
+    /// `group__tool` name) ranks above everything else.
     pub fn search(
         &self,
         query: &str,
@@ -738,11 +740,23 @@ impl SearchIndex {
                 token.optional = false;
             }
         }
-        if tokens.is_empty() {
-            self.browse(allowed.as_deref(), offset, limit)
-        } else {
-            self.ranked(query, &tokens, allowed.as_deref(), offset, limit, prune)
+        let allowed = allowed.as_deref();
+        let exact = self.exact_matches(query, allowed);
+        // Browsing is for a query with nothing to look for (empty, spaces, punctuation). A word
+        // whose tokens were all dropped (each over `MAX_TOKEN_BYTES`) matches nothing instead,
+        // and a punctuation-only tool name (`-`) still finds its tool first.
+        let nothing_to_find = !query.chars().any(char::is_alphanumeric);
+        if tokens.is_empty() && exact.is_empty() && nothing_to_find {
+            return self.browse(allowed, offset, limit);
         }
+        let keep = offset.saturating_add(limit);
+        let (total, best) = self.score_query(&tokens, &exact, allowed, keep, prune);
+        let keys = best
+            .iter()
+            .skip(offset)
+            .map(|candidate| Arc::from(self.docs[candidate.doc as usize].name.key()))
+            .collect();
+        (total, keys)
     }
 
     fn browse(
@@ -782,15 +796,9 @@ impl SearchIndex {
         (total, keys)
     }
 
-    fn ranked(
-        &self,
-        query: &str,
-        tokens: &[QueryToken<'_>],
-        allowed: Option<&[bool]>,
-        offset: usize,
-        limit: usize,
-        prune: bool,
-    ) -> (usize, Vec<Arc<str>>) {
+    /// The selectable documents whose tool name (or canonical `group__tool` name) equals the
+    /// trimmed query, ignoring case, in document order.
+    fn exact_matches(&self, query: &str, allowed: Option<&[bool]>) -> Vec<u32> {
         let selectable = |doc: u32| {
             let index = doc as usize;
             self.alive[index]
@@ -821,15 +829,7 @@ impl SearchIndex {
         exact.retain(|&doc| selectable(doc));
         exact.sort_unstable();
         exact.dedup();
-
-        let keep = offset.saturating_add(limit);
-        let (total, best) = self.score_query(tokens, &exact, allowed, keep, prune);
-        let keys = best
-            .iter()
-            .skip(offset)
-            .map(|candidate| Arc::from(self.docs[candidate.doc as usize].name.key()))
-            .collect();
-        (total, keys)
+        exact
     }
 
     /// Number of document slots, dead ones included (for tests of compaction).
@@ -1413,6 +1413,30 @@ mod tests {
             search(&index, "report for the city", Some(&["g"]), 0, 10),
             (2, vec!["g__b_report".to_owned(), "g__a_report".to_owned()])
         );
+    }
+
+    #[test]
+    fn only_a_query_with_nothing_to_look_for_browses() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("aa", "weather", "Weather forecast"),
+            record("zz", "-", "A tool named with punctuation only"),
+        ]);
+        // A word of over 128 bytes is no token, and matches nothing (it used to browse).
+        let long_word = "a".repeat(129);
+        assert_eq!(search(&index, &long_word, None, 0, 10), (0, vec![]));
+        assert_eq!(
+            search(&index, &format!("{long_word} forecast"), None, 0, 10).0,
+            1
+        );
+        // A punctuation-only tool name is still an exact match, ranked first.
+        assert_eq!(
+            search(&index, "-", None, 0, 10),
+            (1, vec!["zz__-".to_owned()])
+        );
+        assert_eq!(search(&index, " zz__- ", None, 0, 10).1, ["zz__-"]);
+        // Punctuation alone still browses.
+        assert_eq!(search(&index, " ?! ", None, 0, 10).0, 2);
     }
 
     #[test]

@@ -104,13 +104,22 @@ enum Shape {
 /// A node of an [`Arena`] or of a lazily generated shape, implementing the core's [`SchemaNode`].
 #[derive(Clone, Copy)]
 pub enum ArenaNode<'a> {
-    Node { arena: &'a Arena, id: usize },
+    Node {
+        arena: &'a Arena,
+        id: usize,
+    },
     /// A mapping nested `remaining` more levels deep.
-    Chain { remaining: u32 },
+    Chain {
+        remaining: u32,
+    },
     /// `{"type": "object", "properties": <WideProperties>}`.
-    WideRoot { width: u32 },
+    WideRoot {
+        width: u32,
+    },
     /// The `properties` mapping of the wide shape.
-    WideProperties { width: u32 },
+    WideProperties {
+        width: u32,
+    },
     /// `{"description": <2 KB text>, "title": <2 KB text>}`.
     Described,
     /// A 2 KB string (the walk cuts it to its per-string limit).
@@ -207,7 +216,9 @@ impl<'a> SchemaNode for ArenaNode<'a> {
             },
             ArenaNode::Chain { remaining: 0 } => return None,
             ArenaNode::Chain { remaining } => {
-                let next = ArenaNode::Chain { remaining: remaining - 1 };
+                let next = ArenaNode::Chain {
+                    remaining: remaining - 1,
+                };
                 vec![
                     (Some("description".into()), ArenaNode::LongText),
                     (Some("properties".into()), next),
@@ -216,7 +227,10 @@ impl<'a> SchemaNode for ArenaNode<'a> {
             }
             ArenaNode::WideRoot { width } => vec![
                 (Some("type".into()), ArenaNode::LongText),
-                (Some("properties".into()), ArenaNode::WideProperties { width }),
+                (
+                    Some("properties".into()),
+                    ArenaNode::WideProperties { width },
+                ),
             ],
             ArenaNode::WideProperties { width } => (0..width as usize)
                 .take(limit)
@@ -265,7 +279,9 @@ impl<'a> SchemaNode for ArenaNode<'a> {
 
 /// The parameter text of a schema input, asserting the walk's documented bounds.
 pub fn parameter_text(input: &SchemaInput) -> ParameterText {
-    use toolproxy_core::index::{MAX_PARAMETER_TEXT_BYTES, MAX_SCHEMA_NODES, MAX_SCHEMA_STRING_BYTES};
+    use toolproxy_core::index::{
+        MAX_PARAMETER_TEXT_BYTES, MAX_SCHEMA_NODES, MAX_SCHEMA_STRING_BYTES,
+    };
     let arena = Arena::build(input);
     let Some(root) = arena.root() else {
         return ParameterText::default();
@@ -277,7 +293,11 @@ pub fn parameter_text(input: &SchemaInput) -> ParameterText {
         bytes <= MAX_PARAMETER_TEXT_BYTES + MAX_SCHEMA_STRING_BYTES.max(4 * 1024),
         "parameter text of {bytes} bytes"
     );
-    assert!(text.len() <= 2 * MAX_SCHEMA_NODES + 1, "{} parameter strings", text.len());
+    assert!(
+        text.len() <= 2 * MAX_SCHEMA_NODES + 1,
+        "{} parameter strings",
+        text.len()
+    );
     text
 }
 
@@ -330,7 +350,12 @@ fn to_record(input: &RecordInput) -> Record {
 
 type Query = (String, Option<Vec<&'static str>>);
 
-fn run_search(index: &SearchIndex, query: &Query, offset: usize, limit: usize) -> (usize, Vec<Arc<str>>) {
+fn run_search(
+    index: &SearchIndex,
+    query: &Query,
+    offset: usize,
+    limit: usize,
+) -> (usize, Vec<Arc<str>>) {
     let groups = query.1.as_deref();
     index.search(&query.0, groups, offset, limit)
 }
@@ -379,7 +404,11 @@ pub fn check_index(data: &[u8]) {
                 queries.push(q);
             }
         }
-        assert_eq!(index.len(), live.len(), "index length differs from the live records");
+        assert_eq!(
+            index.len(),
+            live.len(),
+            "index length differs from the live records"
+        );
     }
     let mut keys: Vec<String> = index.keys().iter().map(|k| k.to_string()).collect();
     keys.sort();
@@ -412,15 +441,37 @@ fn check_search(
     for key in &all {
         let record = live.get(&**key).expect("a removed key was returned");
         if let Some(selected) = &selected {
-            assert!(selected.contains(record.group.as_str()), "key outside the group filter");
+            assert!(
+                selected.contains(record.group.as_str()),
+                "key outside the group filter"
+            );
         }
     }
     if tokenize(&query.0).is_empty() {
-        let expected = live
+        let in_selection = |r: &&Record| {
+            selected
+                .as_ref()
+                .is_none_or(|s| s.contains(r.group.as_str()))
+        };
+        let folded = query.0.trim().to_lowercase();
+        let exact = live
             .values()
-            .filter(|r| selected.as_ref().is_none_or(|s| s.contains(r.group.as_str())))
+            .filter(in_selection)
+            .filter(|r| {
+                r.tool.to_lowercase() == folded
+                    || format!("{}__{}", r.group, r.tool).to_lowercase() == folded
+            })
             .count();
-        assert_eq!(total, expected, "browse did not list every selected record");
+        if exact == 0 && !query.0.chars().any(char::is_alphanumeric) {
+            let expected = live.values().filter(in_selection).count();
+            assert_eq!(total, expected, "browse did not list every selected record");
+        } else {
+            // Words too long to be tokens match nothing; only exact names are found.
+            assert_eq!(
+                total, exact,
+                "a query without tokens found more than its exact names"
+            );
+        }
     }
     let (page_total, page) = run_search(index, query, offset, limit);
     assert_eq!(page_total, total);
@@ -462,7 +513,12 @@ pub fn check_page(data: &[u8]) {
             .fold(0u64, u64::saturating_add);
         assert_eq!(
             plan.size,
-            page_size(entry_bytes, plan.count, input.total as u64, plan.next_offset)
+            page_size(
+                entry_bytes,
+                plan.count,
+                input.total as u64,
+                plan.next_offset
+            )
         );
     }
 
@@ -491,7 +547,10 @@ pub fn check_page(data: &[u8]) {
         let page = real_page(&sizes[offset..offset + plan.count], total, plan.next_offset);
         assert_eq!(page.len() as u64, plan.size, "page size is not byte-exact");
         // An empty page (nothing left) is the bare frame, which the budget need not cover.
-        assert!(plan.count == 0 || plan.size <= budget as u64, "page over budget");
+        assert!(
+            plan.count == 0 || plan.size <= budget as u64,
+            "page over budget"
+        );
         for slot in &mut seen[offset..offset + plan.count] {
             *slot += 1;
         }
@@ -506,7 +565,10 @@ pub fn check_page(data: &[u8]) {
             }
         }
     }
-    assert!(seen.iter().all(|&n| n == 1), "a position was paged twice or never");
+    assert!(
+        seen.iter().all(|&n| n == 1),
+        "a position was paged twice or never"
+    );
 }
 
 /// The compact JSON page with entries that are JSON strings of the given sizes.
@@ -516,5 +578,8 @@ fn real_page(sizes: &[i64], total: usize, next_offset: Option<u64>) -> String {
         .map(|&size| format!("\"{}\"", "x".repeat(size as usize - 2)))
         .collect();
     let next = next_offset.map_or_else(|| "null".to_owned(), |n| n.to_string());
-    format!("{{\"tools\":[{}],\"total\":{total},\"next_offset\":{next}}}", tools.join(","))
+    format!(
+        "{{\"tools\":[{}],\"total\":{total},\"next_offset\":{next}}}",
+        tools.join(",")
+    )
 }

@@ -100,10 +100,11 @@ class SearchIndex:
 
     Records are ``(key, group, tool, description, parameters_json_schema)`` tuples, where ``key`` is
     the canonical name. Ranking is deterministic: an exact name match first (the trimmed,
-    lower-cased query equals a record's lower-cased tool name or key), then a BM25F score over five
-    fields (tool name, group name, description, parameter names, parameter texts) where English words
-    also match through their stem (``restaurants`` ~ ``restaurant``), English function words weigh
-    less and documents matching more of the query rank higher, then ``(group, tool)`` in byte order.
+    lower-cased query equals a record's lower-cased tool name or its ``group__tool`` name), then a
+    BM25F score over five fields (tool name, group name, description, parameter names, parameter
+    texts) where English words also match through their stem (``restaurants`` ~ ``restaurant``),
+    English function words weigh less and only order the records the other words find, and records
+    matching more of the query rank higher, then ``(group, tool)`` in byte order.
     See ``src/index.rs`` for the weights and the README's "Search quality" for the benchmark.
 
     Safe to share between threads: searches run concurrently without the GIL; updates are
@@ -141,10 +142,11 @@ class SearchIndex:
         """Return ``(total, keys)`` for the ranked results ``[offset : offset + limit]``.
 
         ``groups=None`` searches every group; otherwise only records whose group is listed (an
-        empty list selects nothing). A query without tokens (empty, whitespace or punctuation)
-        browses: every selected record, in ``(group, tool)`` byte order. Otherwise only records
-        matching at least one query token count towards ``total``, ranked as described on the
-        class. Tokens are whole words (``me`` does not match ``comment``), split at camelCase and
+        empty list selects nothing). A query with nothing to look for (empty, whitespace or
+        punctuation, and no exact name match) browses: every selected record, in ``(group, tool)``
+        byte order. Otherwise only records matching at least one query token (or the exact name)
+        count towards ``total``, ranked as described on the class; a word longer than 128 bytes is
+        no token and matches nothing. Tokens are whole words (``me`` does not match ``comment``), split at camelCase and
         ``_``/``-`` (the whole identifier stays a token too), case-folded (``ß`` = ``ss``) and in NFC;
         Chinese, Japanese and Korean text matches by character bigrams.
 

@@ -557,7 +557,7 @@ impl SearchIndex {
     ) -> (usize, Vec<Candidate>) {
         scratch.fit(self.docs.len());
         let scorer = Scorer::new(self, allowed);
-        let query_tokens = tokens.len() as f32;
+        let query_tokens = tokens.len().max(1) as f32;
         let upper =
             |bound: f32, weight: f32| bound * (1.0 + COVERAGE_BOOST * weight / query_tokens);
 

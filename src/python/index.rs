@@ -46,15 +46,14 @@ impl PySearchIndex {
         }
     }
 
-    fn __len__(&self) -> usize {
-        self.inner
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+    fn __len__(&self, py: Python<'_>) -> usize {
+        // Every lock is taken with the GIL released: a large upsert's worker holds the write lock
+        // while the upserting thread needs the GIL to convert its next batch.
+        py.detach(|| self.read().len())
     }
 
-    fn __repr__(&self) -> String {
-        format!("SearchIndex(len={})", self.__len__())
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!("SearchIndex(len={})", self.__len__(py))
     }
 
     /// Adds or replaces `(key, group, tool, description, parameters_json_schema)` records.
@@ -66,12 +65,7 @@ impl PySearchIndex {
     fn remove(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) -> PyResult<()> {
         guard(|| {
             let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
-            py.detach(|| {
-                self.inner
-                    .write()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&keys);
-            });
+            py.detach(|| self.write().remove(&keys));
             Ok(())
         })
     }
@@ -79,11 +73,7 @@ impl PySearchIndex {
     /// Live keys, in no particular order.
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
-            let keys = self
-                .inner
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .keys();
+            let keys = py.detach(|| self.read().keys());
             PyList::new(py, keys.iter().map(|key| &**key))
         })
     }
@@ -140,6 +130,10 @@ impl PySearchIndex {
         self.inner.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, index::SearchIndex> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn search_records<'py>(
         &self,
         py: Python<'py>,
@@ -157,9 +151,7 @@ impl PySearchIndex {
             let group_refs: Option<Vec<&str>> = groups
                 .as_ref()
                 .map(|groups| groups.iter().map(String::as_str).collect());
-            self.inner
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
+            self.read()
                 .search(&query, group_refs.as_deref(), offset, limit)
         });
         Ok((total, PyList::new(py, keys.iter().map(|key| &**key))?))
