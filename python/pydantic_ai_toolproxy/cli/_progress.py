@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress as RichProgress
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -22,7 +23,7 @@ class Step:
     def done(self, text: str) -> None:
         """Show `text` with a check mark in place of the step's label."""
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, description=f'[green]✓[/] {text}', completed=1, refresh=True)
+            self._progress.update(self._task, description=f'[green]✓[/] {escape(text)}', completed=1, refresh=True)
 
 
 class Progress:
@@ -57,7 +58,7 @@ class Progress:
     def step(self, label: str) -> Iterator[Step]:
         """A spinner labelled `label` until the block ends; stays on screen with its outcome until the command ends."""
         progress = self._progress
-        task = progress.add_task(label, total=1) if progress is not None else None
+        task = progress.add_task(escape(label), total=1) if progress is not None else None
         if progress is not None:
             progress.refresh()  # draw the label now: a step quicker than the refresh period is still shown
         step = Step(progress, task)

@@ -54,10 +54,11 @@ async def open_surface(
         step.done(f'{len(surface.groups)} groups, {len(surface.direct)} direct sources')
     async with AsyncExitStack() as stack:
         for origin, toolset in _mcp_toolsets(surface):
-            with progress.step(f'{origin}: starting MCP server') as step:
+            # The status first: a long origin (a full command line) is what gets cut on a narrow terminal.
+            with progress.step(f'starting MCP server {origin}') as step:
                 try:
                     await stack.enter_async_context(toolset)
-                    step.done(f'{origin}: {len(await toolset.list_tools())} tools')
+                    step.done(f'{len(await toolset.list_tools())} tools from MCP server {origin}')
                 except Exception as exc:
                     raise SourceError(f'{origin}: the MCP server did not start: {type(exc).__name__}: {exc}') from exc
         yield surface
