@@ -153,6 +153,13 @@ def test_search_table_plain_when_piped_and_rich_on_a_terminal() -> None:
     assert plain.stderr == ''  # and none when stderr is piped
 
 
+def test_progress_names_the_step_first_on_a_narrow_terminal() -> None:
+    # A stdio MCP source is named by its whole command line; on a narrow terminal the label is cut at the end,
+    # so the status must come first (a checkout at a longer path once cut it away).
+    narrow = toolproxy(*MCP, 'search', 'note', env={'FORCE_COLOR': '1', 'COLUMNS': '60'})
+    assert narrow.returncode == 0 and 'starting MCP server' in narrow.stderr
+
+
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """The example MCP server over streamable HTTP on a free loopback port; yields its URL."""
