@@ -48,12 +48,12 @@ use std::sync::Arc;
 use crate::terms::{is_stopword, Dictionary};
 use crate::tokenize::for_each_token;
 
+mod by_hash;
 mod doc_name;
-mod exact;
 mod postings;
 mod ranking;
+use by_hash::DocsByHash;
 use doc_name::{ByTool, DocName};
-use exact::ExactNames;
 use postings::PostingList;
 use ranking::QueryToken;
 
@@ -409,10 +409,11 @@ pub struct SearchIndex {
     terms: Dictionary<FastState>,
     /// Posting lists by term id.
     postings: Vec<PostingList>,
-    by_key: FxMap<DocName, u32>,
+    /// Live documents by key (by hash: candidates are checked against [`Doc::name`]).
+    by_key: DocsByHash,
     /// Documents by case-folded tool name (exact-name matches; a canonical name `group__tool` is
     /// matched through its tool part and the group).
-    by_tool_folded: ExactNames,
+    by_tool_folded: DocsByHash,
     groups: Vec<Group>,
     group_ids: BTreeMap<Arc<str>, u32>,
     /// Per-record term frequencies, kept between `add_tokenized` calls so its table is allocated once.
@@ -437,9 +438,11 @@ impl SearchIndex {
 
     /// Live keys, in no particular order.
     pub fn keys(&self) -> Vec<Arc<str>> {
-        self.by_key
-            .keys()
-            .map(|name| Arc::from(name.key()))
+        self.docs
+            .iter()
+            .zip(&self.alive)
+            .filter(|(_, &alive)| alive)
+            .map(|(doc, _)| Arc::from(doc.name.key()))
             .collect()
     }
 
@@ -466,7 +469,7 @@ impl SearchIndex {
                 .collect();
             let tokenized = tokenize_all(&batch);
             for (record, tokens) in batch.into_iter().zip(tokenized) {
-                if let Some(&doc) = self.by_key.get(record.key.as_str()) {
+                if let Some(doc) = self.doc_of(&record.key) {
                     if self.holds(&record, tokens.fingerprint) {
                         continue;
                     }
@@ -499,9 +502,15 @@ impl SearchIndex {
         self.doc_lens.shrink_to_fit();
     }
 
+    /// The live document with key `key`.
+    fn doc_of(&self, key: &str) -> Option<u32> {
+        let mut candidates = self.by_key.get(key).iter().copied();
+        candidates.find(|&doc| self.docs[doc as usize].name.key() == key)
+    }
+
     /// Whether `record` (with content `fingerprint`) is indexed unchanged.
     fn holds(&self, record: &Record, fingerprint: u64) -> bool {
-        self.by_key.get(record.key.as_str()).is_some_and(|&doc| {
+        self.doc_of(&record.key).is_some_and(|doc| {
             self.docs[doc as usize].fingerprint == fingerprint
                 && *self.groups[self.doc_group[doc as usize] as usize].name == *record.group
                 && self.docs[doc as usize].name.tool() == record.tool
@@ -512,7 +521,7 @@ impl SearchIndex {
     pub fn remove<S: AsRef<str>>(&mut self, keys: impl IntoIterator<Item = S>) {
         let mut changed = false;
         for key in keys {
-            if let Some(&doc) = self.by_key.get(key.as_ref()) {
+            if let Some(doc) = self.doc_of(key.as_ref()) {
                 self.remove_doc(doc);
                 changed = true;
             }
@@ -585,7 +594,7 @@ impl SearchIndex {
         self.doc_group.push(group);
         self.doc_lens.push(doc_lens);
         self.live += 1;
-        self.by_key.insert(name.clone(), doc);
+        self.by_key.insert(name.key(), doc);
         self.by_tool_folded.insert(&record.tool.to_lowercase(), doc);
         self.groups[group as usize]
             .members
@@ -604,7 +613,7 @@ impl SearchIndex {
             *total = total.saturating_sub(u64::from(len));
         }
         let name = &self.docs[index].name;
-        self.by_key.remove(name.key());
+        self.by_key.remove(name.key(), doc);
         self.by_tool_folded.remove(&name.tool().to_lowercase(), doc);
         self.groups[self.doc_group[index] as usize]
             .members
@@ -664,9 +673,7 @@ impl SearchIndex {
         self.terms.remap(&term_remap);
         self.postings = kept;
 
-        for doc in self.by_key.values_mut() {
-            *doc = remap[*doc as usize];
-        }
+        self.by_key.remap(&remap);
         self.by_tool_folded.remap(&remap);
         for group in &mut self.groups {
             for doc in group.members.values_mut() {

@@ -2,15 +2,12 @@
 //!
 //! Every document needs its key (results, updates) and its tool name (exact-name matches, browse
 //! order). Storing both in one `Arc<str>` (the key, then the tool name) instead of one each saves
-//! an allocation and its header per document; the key map and the browse order share it.
+//! an allocation and its header per document; the browse order shares it.
 
-use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-/// `key` followed by `tool`, in one `Arc<str>`. Hashes and compares as its key, so a map keyed
-/// by it is looked up with a `&str` key.
+/// `key` followed by `tool`, in one `Arc<str>`.
 #[derive(Debug, Clone)]
 pub(super) struct DocName {
     text: Arc<str>,
@@ -36,26 +33,6 @@ impl DocName {
         &self.text[self.key_len..]
     }
 }
-
-impl Borrow<str> for DocName {
-    fn borrow(&self) -> &str {
-        self.key()
-    }
-}
-
-impl Hash for DocName {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.key().hash(state);
-    }
-}
-
-impl PartialEq for DocName {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for DocName {}
 
 /// A [`DocName`] ordered by `(tool, key)`: a group's browse order.
 #[derive(Debug, Clone)]
@@ -84,16 +61,12 @@ impl Eq for ByTool {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::{BTreeSet, HashMap};
+    use std::collections::BTreeSet;
 
     #[test]
     fn key_and_tool_share_one_allocation() {
         let name = DocName::new("crm__find_ü", "find_ü");
         assert_eq!((name.key(), name.tool()), ("crm__find_ü", "find_ü"));
-        let mut by_key = HashMap::new();
-        by_key.insert(name.clone(), 7);
-        assert_eq!(by_key.get("crm__find_ü"), Some(&7));
-        assert_eq!(by_key.get("crm__find"), None);
         let order: BTreeSet<ByTool> = [
             DocName::new("b__x", "x"),
             DocName::new("a__y", "y"),
