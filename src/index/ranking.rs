@@ -228,6 +228,8 @@ struct Planned<'q, 'a> {
     bound: f32,
     /// Postings of its term and stem class.
     postings: usize,
+    /// `idf` of its own term (0 without one), computed once per query.
+    term_idf: f32,
 }
 
 /// The gains of one query over one index state.
@@ -321,10 +323,12 @@ impl<'i> Scorer<'i> {
     fn plan<'q, 'a>(&self, token: &'q QueryToken<'a>, class_too: bool) -> Planned<'q, 'a> {
         let mut postings = 0;
         let mut smallest_df = usize::MAX;
+        let mut term_idf = 0.0;
         if let Some(term) = token.term {
             let list = self.postings(term);
             postings += list.len();
             smallest_df = self.live_df(list);
+            term_idf = self.idf(smallest_df);
         }
         if class_too && token.has_variants() {
             let mut largest = 0;
@@ -344,6 +348,7 @@ impl<'i> Scorer<'i> {
             token,
             bound,
             postings,
+            term_idf,
         }
     }
 
@@ -352,12 +357,13 @@ impl<'i> Scorer<'i> {
     /// score so far (with its coverage factor, over `query_tokens` tokens).
     fn accumulate(
         &self,
-        token: &QueryToken<'_>,
+        planned: &Planned<'_, '_>,
         query_tokens: f32,
         touched: &mut Vec<u32>,
         best: &mut f32,
         scratch: &mut Scratch,
     ) {
+        let token = planned.token;
         let coverage = COVERAGE_BOOST / query_tokens;
         // Without other terms of its stem, a token's gain is its own term's: added directly.
         // Otherwise the two gains meet in `scratch.gain` and the larger is added.
@@ -366,7 +372,7 @@ impl<'i> Scorer<'i> {
         token_docs.clear();
         if let Some(term) = token.term {
             let postings = self.postings(term);
-            let idf = self.idf(self.live_df(postings));
+            let idf = planned.term_idf;
             for posting in postings
                 .iter()
                 .filter(|posting| self.selectable(posting.doc))
@@ -442,15 +448,15 @@ impl<'i> Scorer<'i> {
     /// token) into the optional accumulator.
     fn look_up(
         &self,
-        token: &QueryToken<'_>,
+        planned: &Planned<'_, '_>,
         class_too: bool,
         docs: &[u32],
         scratch: &mut Scratch,
     ) {
-        let term = token.term.map(|term| {
-            let postings = self.postings(term);
-            (postings, self.idf(self.live_df(postings)))
-        });
+        let token = planned.token;
+        let term = token
+            .term
+            .map(|term| (self.postings(term), planned.term_idf));
         let class = (class_too && token.has_variants()).then(|| {
             let lists: Vec<&[Posting]> = token.class.iter().map(|&m| self.postings(m)).collect();
             // The class's document frequency: the live documents of the union of its lists.
@@ -507,10 +513,11 @@ impl Scorer<'_> {
     /// Adds the gain of the optional `token` to the documents of its posting list that finding
     /// tokens matched or that are `exact` matches: one pass over its list, cheaper than a lookup
     /// per document when the list is short.
-    fn scan_optional(&self, token: &QueryToken<'_>, exact: &[u32], scratch: &mut Scratch) {
+    fn scan_optional(&self, planned: &Planned<'_, '_>, exact: &[u32], scratch: &mut Scratch) {
+        let token = planned.token;
         let Some(term) = token.term else { return };
         let postings = self.postings(term);
-        let idf = self.idf(self.live_df(postings));
+        let idf = planned.term_idf;
         for posting in postings {
             let doc = posting.doc;
             let found = scratch.score[doc as usize][1] != 0.0;
@@ -629,11 +636,10 @@ impl SearchIndex {
                     break;
                 }
             }
-            let token = finding[at].token;
-            scorer.accumulate(token, query_tokens, &mut touched, &mut best, scratch);
+            scorer.accumulate(&finding[at], query_tokens, &mut touched, &mut best, scratch);
         }
         for planned in &scanned {
-            scorer.scan_optional(planned.token, exact, scratch);
+            scorer.scan_optional(planned, exact, scratch);
         }
         if prune && (threshold.is_some() || touched.len() / 8 > keep) {
             // Scores grew since (or no threshold was needed yet): the survivors are fewer with it.
@@ -665,12 +671,12 @@ impl SearchIndex {
             }
             for planned in deferred {
                 let token = planned.token;
-                let lists = token.term.into_iter().chain(if token.has_variants() {
-                    token.class.to_vec()
+                let class: &[u32] = if token.has_variants() {
+                    token.class
                 } else {
-                    Vec::new()
-                });
-                for term in lists {
+                    &[]
+                };
+                for term in token.term.into_iter().chain(class.iter().copied()) {
                     for posting in scorer.postings(term) {
                         if scorer.selectable(posting.doc) {
                             scratch.mark(posting.doc);
@@ -703,10 +709,10 @@ impl SearchIndex {
         }
         let survivors = scratch.take_marked();
         for planned in deferred {
-            scorer.look_up(planned.token, true, &survivors, scratch);
+            scorer.look_up(planned, true, &survivors, scratch);
         }
         for planned in &looked_up {
-            scorer.look_up(planned.token, false, &survivors, scratch);
+            scorer.look_up(planned, false, &survivors, scratch);
         }
 
         let mut best = TopK::new(keep);
