@@ -66,3 +66,57 @@ async def test_dynamic_toolset_changes_between_steps_and_index_updates_increment
     assert [t['tool'] for t in pages[2]['tools']] == ['beta_report']
     builds = proxy.index_builds
     assert builds == 2, builds  # first build, one incremental change; the unchanged third step did not rebuild
+
+
+async def test_members_follow_each_listing_of_the_source_order_and_content() -> None:
+    """An unchanged listing reuses last step's members; a reordered, shrunk or edited listing is re-read exactly."""
+    from dataclasses import replace
+
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.toolsets import PreparedToolset
+
+    def alpha() -> str:
+        """Alpha."""
+        return 'a'
+
+    def beta() -> str:
+        """Beta."""
+        return 'b'
+
+    def gamma() -> str:
+        """Gamma."""
+        return 'c'
+
+    def noop() -> str:
+        """Does nothing."""
+        return 'ok'
+
+    def listing(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        by_name = {d.name: d for d in defs}
+        if ctx.run_step <= 2:  # the same listing twice
+            return [by_name['alpha'], by_name['beta'], by_name['gamma']]
+        if ctx.run_step == 3:  # reordered
+            return [by_name['gamma'], by_name['alpha'], by_name['beta']]
+        if ctx.run_step == 4:  # one edited
+            return [by_name['gamma'], by_name['alpha'], replace(by_name['beta'], description='Beta, edited.')]
+        return [by_name['alpha']]  # shrunk
+
+    seen: list[list[tuple[str, str | None]]] = []
+
+    class Record(AbstractCapability[Any]):
+        async def before_model_request(self, ctx: RunContext[Any], request_context: Any) -> Any:
+            tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
+            seen.append([(n, t.tool_def.description) for n, t in tools.items() if n.startswith('g__')])
+            return request_context
+
+    source = PreparedToolset(FunctionToolset([alpha, beta, gamma]), listing)
+    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=source, description='Letters')})
+    script = Script([[('noop', {})]] * 4 + ['done'])
+    await Agent(script.model, tools=[noop], capabilities=[proxy, Record()]).run('x')
+    assert seen == [
+        [('g__alpha', 'Alpha.'), ('g__beta', 'Beta.'), ('g__gamma', 'Gamma.')],
+        [('g__alpha', 'Alpha.'), ('g__beta', 'Beta.'), ('g__gamma', 'Gamma.')],
+        [('g__gamma', 'Gamma.'), ('g__alpha', 'Alpha.'), ('g__beta', 'Beta.')],
+        [('g__gamma', 'Gamma.'), ('g__alpha', 'Alpha.'), ('g__beta', 'Beta, edited.')],
+        [('g__alpha', 'Alpha.')],
+    ]
