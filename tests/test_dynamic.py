@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from conftest import Script, page_of, returns
@@ -120,3 +121,36 @@ async def test_members_follow_each_listing_of_the_source_order_and_content() -> 
         [('g__gamma', 'Gamma.'), ('g__alpha', 'Alpha.'), ('g__beta', 'Beta, edited.')],
         [('g__alpha', 'Alpha.')],
     ]
+
+
+async def test_index_follows_descriptions_and_schemas_edited_by_another_capability() -> None:
+    """Same names each step, but a `PrepareTools` hook edits a description, then rebuilds an equal schema, then edits
+    the schema: search ranks by the current text, and only real changes reach the index."""
+    from dataclasses import replace
+
+    def edit(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        out: list[ToolDefinition] = []
+        for d in defs:
+            if d.name == 'crm__customer_name' and ctx.run_step >= 2:
+                d = replace(d, description='Look up the zeppelin registry.')
+            if d.name == 'crm__customer_name' and ctx.run_step == 3:  # an equal schema, rebuilt
+                d = replace(d, parameters_json_schema=copy.deepcopy(d.parameters_json_schema))
+            if d.name == 'crm__customer_name' and ctx.run_step >= 4:
+                schema = copy.deepcopy(d.parameters_json_schema)
+                schema['properties']['airship_hangar'] = {'type': 'string'}
+                d = replace(d, parameters_json_schema=schema)
+            out.append(d)
+        return out
+
+    query = 'zeppelin airship hangar'
+    script = Script([[(SEARCH, {'query': query})]] * 4 + ['done'])
+    proxy = ToolProxyCapability(groups={'crm': ToolProxyGroup(source=crm_toolset(), description='CRM')})
+    result = await Agent(script.model, capabilities=[proxy, PrepareTools(edit)]).run('x')
+    pages = [page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH]
+    assert [t['tool'] for t in pages[0]['tools']] == []
+    for page in pages[1:]:
+        assert [t['tool'] for t in page['tools']] == ['customer_name']
+    assert pages[1]['tools'][0]['description'] == 'Look up the zeppelin registry.'
+    assert 'airship_hangar' not in pages[2]['tools'][0]['parameters_json_schema']['properties']
+    assert 'airship_hangar' in pages[3]['tools'][0]['parameters_json_schema']['properties']
+    assert proxy.index_builds == 3, proxy.index_builds  # first build, the description, the new schema (not the equal one)

@@ -41,28 +41,42 @@ class Directory:
 
     `tools` holds the members' prepared `ToolsetTool`s; `Member` views are made on demand, so building a
     directory of 100,000 members is one pass over the step's tools. `groups` keeps only groups with at least
-    one surviving member, in the configured order.
+    one surviving member, in the configured order. `names` lists the keys of `tools`; `descriptions` and `schemas` each member's
+    `tool_def.description` and `tool_def.parameters_json_schema` in the order of `tools`, taken in the same pass:
+    they let the search index confirm that nothing it indexed changed by comparing three lists (see
+    `SearchIndexCache.sync`) instead of visiting every member again.
     """
 
     tools: dict[str, ToolsetTool[Any]]
     groups: list[str]
     group_toolsets: dict[str, GroupMemberToolset[Any]] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    descriptions: list[object] = field(default_factory=list)
+    schemas: list[object] = field(default_factory=list)
 
     @classmethod
     def from_tools(cls, tools: dict[str, ToolsetTool[Any]], owner: object, group_order: list[str]) -> Directory:
         members: dict[str, ToolsetTool[Any]] = {}
         group_toolsets: dict[str, GroupMemberToolset[Any]] = {}
+        names: list[str] = []
+        descriptions: list[object] = []
+        schemas: list[object] = []
+        add_name, add_description, add_schema = names.append, descriptions.append, schemas.append
         last: object = None
         for name, tool in tools.items():
             toolset = tool.toolset
-            if toolset is last:
-                members[name] = tool
-            elif isinstance(toolset, GroupMemberToolset) and toolset.owner is owner:
-                members[name] = tool
+            if toolset is not last:
+                if not isinstance(toolset, GroupMemberToolset) or toolset.owner is not owner:
+                    continue
                 group_toolsets.setdefault(toolset.group, toolset)
                 last = toolset
+            members[name] = tool
+            add_name(name)
+            tool_def = tool.tool_def
+            add_description(tool_def.description)
+            add_schema(tool_def.parameters_json_schema)
         groups = [g for g in group_order if g in group_toolsets]
-        return cls(tools=members, groups=groups, group_toolsets=group_toolsets)
+        return cls(members, groups, group_toolsets, names, descriptions, schemas)
 
     def __contains__(self, canonical: str) -> bool:
         return canonical in self.tools
@@ -145,6 +159,7 @@ class SearchIndexCache:
     def __init__(self) -> None:
         self.index = _core.SearchIndex()
         self._synced: dict[str, ToolDefinition] = {}
+        self._synced_lists: tuple[list[str], list[object], list[object]] = ([], [], [])
         self._synced_directory: weakref.ref[Directory] | None = None
         self.lock = threading.Lock()
         self.builds = 0
@@ -155,11 +170,24 @@ class SearchIndexCache:
         Call with `lock` held; the next `sync` re-indexes the step's members."""
         self.index = _core.SearchIndex()
         self._synced = {}
+        self._synced_lists = ([], [], [])
         self._synced_directory = None
 
     def sync(self, directory: Directory) -> None:
-        """Bring the index to `directory`. Call with `lock` held."""
+        """Bring the index to `directory`. Call with `lock` held.
+
+        A new step's directory holds new `ToolsetTool`s even when nothing changed, but unchanged members keep their
+        names, description strings and schema objects; comparing those three lists (identity first, then value,
+        all in C) confirms an unchanged directory without visiting members in Python: about 1 ms at 100,000 tools
+        against some 40 ms for the member-by-member pass that finds what changed.
+        """
         if self._synced_directory is not None and self._synced_directory() is directory:
+            return
+        names_before, descriptions_before, schemas_before = self._synced_lists
+        if directory.names == names_before and directory.descriptions == descriptions_before and _same(directory.schemas, schemas_before):
+            # Keep this step's objects, so that a source rebuilding equal schemas pays one deep comparison, not one per step.
+            self._synced_lists = (directory.names, directory.descriptions, directory.schemas)
+            self._synced_directory = weakref.ref(directory)
             return
         synced = self._synced
         upserts: list[tuple[str, str, str, str, object]] = []
@@ -181,4 +209,13 @@ class SearchIndexCache:
         if removed or upserts:
             self.builds += 1
         self._synced = new_synced
+        self._synced_lists = (directory.names, directory.descriptions, directory.schemas)
         self._synced_directory = weakref.ref(directory)
+
+
+def _same(new: list[object], old: list[object]) -> bool:
+    """`new == old` for lists of schemas, False when the comparison itself fails (a rebuilt circular schema)."""
+    try:
+        return bool(new == old)
+    except (RecursionError, ValueError, TypeError):
+        return False
