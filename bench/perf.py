@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
 import statistics
 import sys
@@ -37,18 +36,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'examples'))
 
 from bfcl_tools import BfclFunction, load_bfcl_functions, load_bfcl_questions  # noqa: E402
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
-from pydantic_ai.tools import Tool, ToolDefinition  # noqa: E402
+from pydantic_ai.tools import ToolDefinition  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core  # noqa: E402
+from pydantic_ai_toolproxy import _core  # noqa: E402
 from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
 
-SEARCH = 'search_proxy_tools'
+from agent_steps import capability_agents, own_work_per_step, request_bytes, search_call_times, step_times, toolsets  # noqa: E402
+
 FEW = 3
 """Queries of each kind the pure-Python references run at 100,000 tools (one a13n question takes seconds)."""
+PER_STEP = 5
+"""Keyword queries and questions each searched as the only search of a step (a 100,000-tool step takes seconds)."""
 
 
 # --------------------------------------------------------------------------- corpus
@@ -239,103 +238,6 @@ def bm25s_reference(fns: Sequence[Fn]) -> tuple[Callable[[str], Any], float] | N
     return search, build
 
 
-# --------------------------------------------------------------------------- agent-level measurements
-
-
-async def _echo(**kwargs: Any) -> str:
-    return 'ok'
-
-
-def toolsets(fns: Sequence[Fn]) -> dict[str, FunctionToolset[Any]]:
-    by_group: dict[str, list[Tool[Any]]] = {}
-    for f in fns:
-        by_group.setdefault(f.group, []).append(Tool.from_schema(_echo, name=f.name, description=f.description, json_schema=f.parameters))
-    return {g: FunctionToolset(ts) for g, ts in by_group.items()}
-
-
-def proxy_for(sets: dict[str, FunctionToolset[Any]]) -> ToolProxyCapability[Any]:
-    return ToolProxyCapability(groups={g: ToolProxyGroup(source=ts, description=f'{g} tools') for g, ts in sets.items()},
-                               config=ToolProxyConfig(max_results=10))
-
-
-def tool_bytes(defs: Sequence[ToolDefinition]) -> int:
-    return sum(len(json.dumps({'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
-                              separators=(',', ':'), ensure_ascii=False).encode()) for d in defs)
-
-
-def noop() -> str:
-    """An ungrouped tool that does nothing (drives agent steps)."""
-    return 'ok'
-
-
-async def step_times(agents: Sequence[Agent[None, str]], steps: int, repeat: int) -> list[float]:
-    """Median CPU time of one agent step (a model request plus one trivial tool call) per agent, in ms.
-
-    Process CPU time rather than wall time: on a shared machine it measures the work done, not the waiting.
-    The agents run interleaved, so drift affects them alike.
-    """
-    samples: list[list[float]] = [[] for _ in agents]
-    for agent in agents:
-        await agent.run(WARM_UP)  # one request: builds the proxy's index
-    for _ in range(repeat):
-        for i, agent in enumerate(agents):
-            gc.collect()
-            t = time.process_time()
-            await agent.run('go')
-            samples[i].append((time.process_time() - t) * 1000 / (steps + 1))
-    return [statistics.median(s) for s in samples]
-
-
-WARM_UP = 'warm up'
-"""A prompt the stepping model answers at once (a one-request run)."""
-
-
-def stepping_model(steps: int, record: list[int] | None = None) -> FunctionModel:
-    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if record is not None:
-            record.append(tool_bytes(info.function_tools))
-        done = sum(1 for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart))
-        prompt = messages[0].parts[-1] if messages and isinstance(messages[0], ModelRequest) else None
-        if done >= steps or getattr(prompt, 'content', None) == WARM_UP:
-            return ModelResponse(parts=[TextPart('done')])
-        return ModelResponse(parts=[ToolCallPart('noop', {})])
-
-    return FunctionModel(fn)
-
-
-async def search_call_times(sets: dict[str, FunctionToolset[Any]], queries: Sequence[str]) -> tuple[float, float, int]:
-    """Times of whole `search_proxy_tools` calls (Python in, finished page of 5 out) inside a real agent step."""
-    from pydantic_ai.capabilities import AbstractCapability
-
-    samples: list[float] = []
-
-    @dataclass
-    class Timer(AbstractCapability[Any]):
-        async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
-            if call.tool_name != SEARCH:
-                return await handler(args)
-            t = time.perf_counter_ns()
-            result = await handler(args)
-            samples.append((time.perf_counter_ns() - t) / 1e6)
-            return result
-
-    def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if len(messages) > 1:
-            return ModelResponse(parts=[TextPart('done')])
-        return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': q}, tool_call_id=f'c{i}') for i, q in enumerate(queries)])
-
-    proxy = proxy_for(sets)
-    agent = Agent(FunctionModel(fn), capabilities=[proxy, Timer()])
-    from pydantic_ai.tool_manager import ToolManager
-
-    with ToolManager.parallel_execution_mode('sequential'):
-        await agent.run('warm up: builds the index')
-        samples.clear()
-        await agent.run('measured')
-    median, p95 = stats(samples)
-    return median, p95, proxy.index_builds
-
-
 # --------------------------------------------------------------------------- report
 
 
@@ -418,31 +320,19 @@ async def main() -> None:
                          f'{sum(two):,}/s ({sum(two) / one[0]:.2f}x): both threads make progress while ranking.')
         del core
         sets = toolsets(fns)
-        med, p95, builds = await search_call_times(sets, kw[:25] + nl[:25])
-        call_rows.append([f'{n:,}', fmt(med), fmt(p95), str(builds)])
+        calls = await search_call_times(sets, kw[:PER_STEP] + nl[:PER_STEP], kw[:25] + nl[:25])
+        first, later = stats(calls.first_in_step), stats(calls.later_in_step)
+        call_rows.append([f'{n:,}', f'{fmt(first[0])} ({fmt(first[1])})', f'{fmt(later[0])} ({fmt(later[1])})', str(calls.builds)])
         print(f'- measured search_proxy_tools calls at {n:,} tools', flush=True)
-        # request bytes: proxy vs direct (one request each)
-        recorded: list[int] = []
-        await Agent(stepping_model(0, recorded), tools=[noop], capabilities=[proxy_for(sets)]).run('x')
-        proxy_bytes = recorded[0]
-        recorded.clear()
-        await Agent(stepping_model(0, recorded), tools=[noop], toolsets=list(sets.values())).run('x')
-        direct_bytes = recorded[0]
+        proxy_bytes, direct_bytes = await request_bytes(sets)
         bytes_rows.append([f'{n:,}', f'{proxy_bytes:,} B', f'{direct_bytes:,} B', f'{100 * proxy_bytes / direct_bytes:.3f}%'])
         if not args.skip_steps:
-            from pydantic_ai.capabilities import Toolset as ToolsetCapability
-
             steps = 3
-            d, c, p = await step_times(
-                [
-                    Agent(stepping_model(steps), tools=[noop], toolsets=list(sets.values())),
-                    Agent(stepping_model(steps), tools=[noop], capabilities=[ToolsetCapability(ts) for ts in sets.values()]),
-                    Agent(stepping_model(steps), tools=[noop], capabilities=[proxy_for(sets)]),
-                ],
-                steps,
-                repeat + 2 if n <= 10_000 else 2,  # a 100,000-tool step takes seconds: fewer runs there
-            )
-            step_rows.append([f'{n:,}', fmt(d), fmt(c), fmt(p), f'{100 * (p - d) / d:+.1f}%', f'{100 * (p - c) / c:+.1f}%'])
+            runs = repeat + 2 if n <= 10_000 else 2  # a 100,000-tool step takes seconds: fewer runs there
+            d, c, p = await step_times(capability_agents(sets, steps), steps, runs)
+            own = await own_work_per_step(sets, steps, runs)
+            step_rows.append([f'{n:,}', fmt(d), fmt(c), fmt(p), f'{100 * (p - d) / d:+.1f}%', f'{100 * (p - c) / c:+.1f}%',
+                              fmt(own), f'{100 * own / d:.1f}%'])
             print(f'- measured agent steps at {n:,} tools', flush=True)
         del sets
 
@@ -452,12 +342,21 @@ async def main() -> None:
           f'a13n references run {FEW} queries of each kind.')
     print('\n## Index build, incremental update, memory\n')
     print(table(['tools', 'toolproxy build (from Python records)', 'one tool changed (upsert)', 'index RSS per tool', 'bm25s index build'], build_rows))
-    print('\n## Whole `search_proxy_tools` call inside an agent step (page of 5 complete entries)\n')
-    print(table(['tools', 'median', 'p95', 'index builds (2 runs)'], call_rows))
+    print('\n## Whole `search_proxy_tools` call inside an agent step (page of 5 complete entries), median (p95)\n')
+    print(table(['tools', "a step's first search (syncs the index to the step)", 'further searches in the same step',
+                 'index builds (2 runs)'], call_rows))
+    print(f'\nFirst searches: {2 * PER_STEP} steps with one search each ({PER_STEP} keyword queries, {PER_STEP} questions); '
+          'further searches: one step with 50 (25 of each), run sequentially.')
     if step_rows:
         print('\n## Per-step CPU time: Pydantic AI alone vs. the same tools grouped by ToolProxy\n')
-        print(table(['tools', 'toolsets= (direct)', 'capabilities=[Toolset(..)]', 'ToolProxy', 'vs toolsets=', 'vs capabilities='], step_rows))
-        print('\nA step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process.')
+        print(table(['tools', 'toolsets= (direct)', 'capabilities=[Toolset(..)]', 'ToolProxy', 'vs toolsets=', 'vs capabilities=',
+                     "ToolProxy's own work", 'own work / toolsets= step'], step_rows))
+        print('\nA step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process. '
+              "ToolProxy's own work is timed inside the proxy runs: wrapping each source listing into members, merging, the "
+              'directory, hiding members from the request, the guidance instruction and the direct-call guard. The rest of '
+              "the difference to `toolsets=` is Pydantic AI's handling of any capability-contributed toolset "
+              '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
+              'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.')
     print('\n## Tool-definition bytes per model request\n')
     print(table(['tools', 'through the proxy', 'every tool direct', 'proxy / direct'], bytes_rows))
     print()

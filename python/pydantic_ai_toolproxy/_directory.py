@@ -123,15 +123,22 @@ class DirectoryCache:
             if hit is not None and hit[0]() is manager and hit[1] == id(tools):
                 return hit[2]
         directory = Directory.from_tools(tools, self._owner, self._group_order)
+        entries = self._entries
+
+        def forget(ref: weakref.ref[Any], key: int = key) -> None:
+            # The step's manager is gone: drop its directory now, so the step's tools are freed with the manager
+            # (a Directory references every member tool of its step). A plain dict operation, safe from any thread.
+            entry = entries.get(key)
+            if entry is not None and entry[0] is ref:
+                entries.pop(key, None)
+
         with self._lock:
-            # Entries of finished steps go at once (not only when the cache is full): a step's Directory references
-            # every member tool of that step, and a catalog that changes each step would otherwise keep `size`
-            # steps' worth of superseded tools alive.
-            for dead in [k for k, (ref, _, _) in self._entries.items() if ref() is None]:
-                del self._entries[dead]
-            if len(self._entries) >= self._size:
-                del self._entries[next(iter(self._entries))]
-            self._entries[key] = (weakref.ref(manager), id(tools), directory)
+            # Entries whose manager is gone are normally dropped by `forget`; this catches any left over.
+            for dead in [k for k, (ref, _, _) in entries.items() if ref() is None]:
+                del entries[dead]
+            if len(entries) >= self._size:
+                del entries[next(iter(entries))]
+            entries[key] = (weakref.ref(manager, forget), id(tools), directory)
         return directory
 
 

@@ -7,8 +7,9 @@ tools instead of filling every request).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
@@ -59,30 +60,50 @@ def _bad_name(name: object) -> str | None:
     return shown if len(shown) <= 80 else shown[:77] + '...'
 
 
-def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
-    """Whether a source tool listed this step equals last step's, so last step's member can be reused.
+_COMPARED: dict[type, Callable[[Any], Any]] = {}
+"""Per dataclass: a getter of the fields its `__eq__` compares (other than a tool's `tool_def`), as one tuple."""
 
-    Compares the instances' attribute dicts (the tool's, then its `tool_def`'s), which is at least as strict as
-    the dataclasses' own `==` and about twice as fast: this runs once per member per step, and a `FunctionToolset`
-    lists a fresh but equal `ToolsetTool` (with a fresh `ToolDefinition`) each step. A false "changed" only costs
-    one re-wrap. False when a comparison itself fails (a freshly built circular or very deep schema).
+
+def _compared_fields(cls: type) -> Callable[[Any], Any]:
+    getter = _COMPARED.get(cls)
+    if getter is None:
+        names = [f.name for f in fields(cls) if f.compare and f.name != 'tool_def']
+        getter = attrgetter(*names) if names else _no_fields
+        _COMPARED[cls] = getter
+    return getter
+
+
+def _no_fields(obj: object) -> tuple[()]:
+    return ()
+
+
+def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
+    """`old == new` for two listings of one source tool, so last step's member can be reused.
+
+    The dataclasses' own `__eq__` answer (same class, equal compared fields, equal `tool_def`s), computed about
+    twice as fast: this runs once per member per step, and a `FunctionToolset` lists a fresh but equal `ToolsetTool`
+    (with a fresh `ToolDefinition`) each step. Reads fields through attribute getters, never `__dict__`, which would
+    give each fresh instance a dict of its own. False when a comparison itself fails (a freshly built circular or
+    very deep schema).
     """
     if old is new:
         return True
-    if type(old) is not type(new):
+    cls = type(new)
+    if type(old) is not cls:
         return False
     try:
-        old_state = old.__dict__
-        new_state = new.__dict__
-        old_def = old_state['tool_def']
-        new_def = new_state['tool_def']
-        if old_def is not new_def:
-            if type(old_def) is not type(new_def) or old_def.__dict__ != new_def.__dict__:
-                return False
-            new_state = {**new_state, 'tool_def': old_def}
-        return bool(old_state == new_state)
-    except (AttributeError, KeyError, RecursionError, ValueError, TypeError):
-        # slotted classes, or a comparison that fails (a freshly built circular or very deep schema)
+        tool_getter = _COMPARED.get(cls) or _compared_fields(cls)
+        if tool_getter(old) != tool_getter(new):
+            return False
+        old_def, new_def = old.tool_def, new.tool_def
+        if old_def is new_def:
+            return True
+        def_cls = type(new_def)
+        if type(old_def) is not def_cls:
+            return False
+        def_getter = _COMPARED.get(def_cls) or _compared_fields(def_cls)
+        return bool(def_getter(old_def) == def_getter(new_def))
+    except (RecursionError, ValueError, TypeError):
         return False
 
 
@@ -175,7 +196,14 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         )
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
-        tools = await self.wrapped.get_tools(ctx)
+        return self.members_of(await self.wrapped.get_tools(ctx), ctx)
+
+    def members_of(self, tools: dict[str, ToolsetTool[AgentDepsT]], ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        """The members for one listing of the source: `tools` renamed to canonical names (this toolset's own work).
+
+        Raises:
+            UserError: a tool that cannot be a proxy target, naming group and tool.
+        """
         harness = harness_run(ctx)
         previous, previous_result = self._last
         if harness is None and len(tools) == len(previous) and _unchanged_listing(tools, previous):

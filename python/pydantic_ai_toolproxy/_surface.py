@@ -43,7 +43,14 @@ class ProxySurfaceToolset(CombinedToolset[AgentDepsT]):
         return isinstance(toolset, (GroupMemberToolset, ControlToolset))
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
-        listed = await gather(*(toolset.get_tools(ctx) for toolset in self.toolsets))
+        return self.merge(await gather(*(toolset.get_tools(ctx) for toolset in self.toolsets)))
+
+    def merge(self, listed: list[dict[str, ToolsetTool[AgentDepsT]]]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        """One dict of the children's tools (`listed`, in `self.toolsets` order), as they are.
+
+        Raises:
+            UserError: two tools share a name, naming both toolsets.
+        """
         merged: dict[str, ToolsetTool[AgentDepsT]] = {}
         for toolset, tools in zip(self.toolsets, listed):
             if self._routes_itself(toolset):
