@@ -61,3 +61,20 @@ async def test_unchanged_steps_do_not_rebuild_and_one_change_updates_incremental
     found, browse = (page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH)
     assert found['tools'][0]['tool'] == 'widget_calibrate'
     assert browse['total'] == 51
+
+
+async def test_a_finished_run_leaves_no_step_directory_behind() -> None:
+    """Each step's directory references all of that step's member tools; it goes when the step's ToolManager does,
+    not at some later step, so a run that ends keeps none of them alive."""
+    import gc
+
+    from pydantic_ai_toolproxy._directory import Directory
+
+    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=widgets(50), description='Widgets')})
+    script = Script([[(SEARCH, {'query': 'widget 7'})], [(SEARCH, {'query': 'widget 9'})], 'done'])
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    assert page_of(last_return(result.all_messages(), SEARCH))['tools']
+    del result
+    gc.collect()
+    assert proxy._runtime.directories._entries == {}
+    assert not any(isinstance(o, Directory) for o in gc.get_objects())

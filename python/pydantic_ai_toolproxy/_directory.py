@@ -133,11 +133,16 @@ class DirectoryCache:
                 entries.pop(key, None)
 
         with self._lock:
-            # Entries whose manager is gone are normally dropped by `forget`; this catches any left over.
-            for dead in [k for k, (ref, _, _) in entries.items() if ref() is None]:
-                del entries[dead]
+            # `forget` may drop entries at any moment (even during a garbage collection this thread triggers), so
+            # these loops walk a snapshot. Entries whose manager is gone are normally dropped by `forget` already.
+            snapshot = entries.copy()
+            for k, (ref, _, _) in snapshot.items():
+                if ref() is None:
+                    entries.pop(k, None)
             if len(entries) >= self._size:
-                del entries[next(iter(entries))]
+                for oldest in snapshot:
+                    if entries.pop(oldest, None) is not None:
+                        break
             entries[key] = (weakref.ref(manager, forget), id(tools), directory)
         return directory
 
