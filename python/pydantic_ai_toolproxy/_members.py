@@ -80,11 +80,11 @@ def _no_fields(obj: object) -> tuple[()]:
 def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
     """`old == new` for two listings of one source tool, so last step's member can be reused.
 
-    The dataclasses' own `__eq__` answer (same class, equal compared fields, equal `tool_def`s), computed about
-    twice as fast: this runs once per member per step, and a `FunctionToolset` lists a fresh but equal `ToolsetTool`
-    (with a fresh `ToolDefinition`) each step. Reads fields through attribute getters, never `__dict__`, which would
-    give each fresh instance a dict of its own. False when a comparison itself fails (a freshly built circular or
-    very deep schema).
+    The dataclasses' own `__eq__` answer (same class, equal compared fields, equal `tool_def`s), with the field
+    tuples built by `operator.attrgetter` in C: this runs once per member per listing, and a `FunctionToolset`
+    lists a fresh but equal `ToolsetTool` (with a fresh `ToolDefinition`) each time. Never reads `__dict__`, which
+    would give each fresh instance a dict of its own. False when a comparison itself fails (a freshly built
+    circular or very deep schema).
     """
     if old is new:
         return True
