@@ -151,6 +151,50 @@ async def test_a_core_panic_during_search_fails_that_search_and_the_next_one_wor
     assert isinstance(proxy._runtime.search_index.index, _core.SearchIndex)  # rebuilt from scratch
 
 
+class PanicOnSecondUpsert(PanicOnce):
+    """Builds normally once, then its next upsert hits a real core panic."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.upserts = 0
+
+    def upsert(self, records: Any) -> None:
+        self.upserts += 1
+        if self.upserts == 2:
+            _core._panic_for_tests('index corrupted while syncing')
+        self.inner.upsert(records)
+
+
+async def test_a_core_panic_while_a_step_syncs_the_index_fails_nothing_and_the_next_search_rebuilds() -> None:
+    from dataclasses import replace
+
+    from pydantic_ai.capabilities import PrepareTools
+    from pydantic_ai.tools import RunContext, ToolDefinition
+
+    def alpha() -> str:
+        """Alpha report."""
+        return 'a'
+
+    def edit(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        return [replace(d, description='Beta report.') for d in defs] if ctx.run_step >= 2 else defs
+
+    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=FunctionToolset([alpha]), description='G')})
+    proxy._runtime.search_index.index = PanicOnSecondUpsert()  # type: ignore[assignment]
+    turns = iter([[ToolCallPart(SEARCH, {'query': 'alpha'}, tool_call_id='s1')], [ToolCallPart(SEARCH, {'query': 'beta'}, tool_call_id='s2')]])
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=next(turns, [TextPart('done')]))
+
+    result = await Agent(FunctionModel(model), capabilities=[proxy, PrepareTools(edit)]).run('x')
+    parts = {p.tool_call_id: p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)}
+    # Step 2's sync (the edited description) panicked in the core: the step went on, and its search rebuilt the index.
+    assert json.loads(parts['s1'].model_response_str())['tools'][0]['description'] == 'Alpha report.'
+    second = json.loads(parts['s2'].model_response_str())
+    assert second['tools'][0]['description'] == 'Beta report.'
+    assert isinstance(proxy._runtime.search_index.index, _core.SearchIndex)  # rebuilt from scratch
+
+
 # --- pages through real Agent runs -------------------------------------------------------------------------
 
 WORDS = ['customer', 'invoice', 'refund', 'email', 'report', 'ticket', 'order', 'note', 'café', '東京']

@@ -78,3 +78,43 @@ async def test_a_finished_run_leaves_no_step_directory_behind() -> None:
     gc.collect()
     assert proxy._runtime.directories._entries == {}
     assert not any(isinstance(o, Directory) for o in gc.get_objects())
+
+
+async def test_the_index_follows_the_steps_of_the_run_that_searched_and_no_other() -> None:
+    """No search, no index. After a search, that run's later steps keep the index in sync while they are prepared
+    (a changed tool is upserted before any search needs it); another run's steps leave it alone until it searches."""
+    from dataclasses import replace
+
+    from pydantic_ai.capabilities import PrepareTools
+    from pydantic_ai.tools import RunContext, ToolDefinition
+
+    def edit(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        # From step 2 on, one member's description says what step (and run) this is.
+        if ctx.run_step < 2:
+            return defs
+        return [replace(d, description=f'{ctx.prompt} step {ctx.run_step}') if d.name == 'w__widget_op_3' else d for d in defs]
+
+    def noop() -> str:
+        """Does nothing."""
+        return 'ok'
+
+    proxy = ToolProxyCapability(groups={'w': ToolProxyGroup(source=widgets(20), description='Widgets')})
+    script = Script([[('noop', {})]] * 3 + ['done'])
+    agent = Agent(script.model, tools=[noop], capabilities=[proxy, PrepareTools(edit)])
+    await agent.run('quiet')
+    assert proxy.index_builds == 0  # nothing searched: nothing built
+
+    script.turns, script._n = [[(SEARCH, {'query': 'widget'})], [('noop', {})], [('noop', {})], 'done'], 0
+    await agent.run('searching')
+    # Built by the search in step 1; steps 2, 3 and 4 each changed widget_op_3 and synced it while being prepared.
+    assert proxy.index_builds == 4, proxy.index_builds
+
+    script.turns, script._n = [[('noop', {})], [('noop', {})], 'done'], 0
+    await agent.run('other')
+    assert proxy.index_builds == 4  # another run's steps do not sync the index
+
+    script.turns, script._n = [[(SEARCH, {'query': 'widget number 3'})], 'done'], 0
+    result = await agent.run('other')
+    # Its search in step 1 synced the index back to the unedited description (5), and its step 2 then kept it up (6).
+    assert proxy.index_builds == 6, proxy.index_builds
+    assert page_of(last_return(result.all_messages(), SEARCH))['tools'][0]['description'] == 'Operate widget number 3'

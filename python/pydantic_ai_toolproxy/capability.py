@@ -170,6 +170,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             return request_context
         runtime = self._runtime
         directory = runtime.directory(ctx)
+        runtime.search_index.keep_up(directory, ctx.run_id)
         params = request_context.model_request_parameters
         config = runtime.config
         manager_tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
