@@ -3,8 +3,8 @@
 - `step_times`: CPU time of one agent step for several agents over the same tools (interleaved runs);
 - `own_work_per_step`: the time spent in ToolProxy's own per-step code (member wrapping, merging, directory,
   hiding members from the request, instructions, the direct-call guard), measured exclusively inside real runs;
-- `search_call_times`: whole `search_proxy_tools` calls, the first of each step (which syncs the index against
-  that step's tools) and further ones in the same step;
+- `search_call_times`: whole `search_proxy_tools` calls, the first of each step (caches cold after the step's
+  preparation) and further ones in the same step;
 - `request_bytes`: tool-definition bytes the model receives per request.
 """
 
@@ -72,8 +72,12 @@ def noop() -> str:
     return 'ok'
 
 
-def stepping_model(steps: int, record: list[int] | None = None) -> FunctionModel:
-    """Calls `noop` `steps` times, one call per request, then answers; records each request's tool bytes."""
+def stepping_model(steps: int, record: list[int] | None = None, search_first: bool = False) -> FunctionModel:
+    """Calls `noop` `steps` times, one call per request, then answers; records each request's tool bytes.
+
+    With `search_first`, the first of those calls is a `search_proxy_tools` call instead (so the run's later
+    steps keep the proxy's index in sync, as in a run that searches).
+    """
 
     def fn(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if record is not None:
@@ -82,6 +86,8 @@ def stepping_model(steps: int, record: list[int] | None = None) -> FunctionModel
         prompt = messages[0].parts[-1] if messages and isinstance(messages[0], ModelRequest) else None
         if done >= steps or getattr(prompt, 'content', None) == WARM_UP:
             return ModelResponse(parts=[TextPart('done')])
+        if search_first and done == 0:
+            return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': 'calculate the area of a circle'})])
         return ModelResponse(parts=[ToolCallPart('noop', {})])
 
     return FunctionModel(fn)
@@ -119,9 +125,9 @@ def _timing_own_work(total: list[float]) -> Iterator[None]:
 
     Times the synchronous parts only, so the figure is exclusive: the wrapping of a source's listing
     (`GroupMemberToolset.members_of`, after the source's own `get_tools` returned), the surface's merge
-    (`ProxySurfaceToolset.merge`), and the capability's hooks (`before_model_request`: directory and hiding;
-    the guidance instruction; `before_tool_validate`: the direct-call guard), none of which awaits anything
-    that suspends.
+    (`ProxySurfaceToolset.merge`), and the capability's hooks (`before_model_request`: directory, index sync and
+    hiding; the guidance instruction; `before_tool_validate`: the direct-call guard), none of which awaits
+    anything that suspends. The search control's own execution is not part of it (see `search_call_times`).
     """
     patched: list[tuple[type, str, Any]] = []
 
@@ -164,8 +170,9 @@ def _timing_own_work(total: list[float]) -> Iterator[None]:
 
 
 async def own_work_per_step(sets: dict[str, FunctionToolset[Any]], steps: int, repeat: int) -> float:
-    """Median ms per step of ToolProxy's own per-step work in a real agent run (same step shape as `step_times`)."""
-    agent = Agent(stepping_model(steps), tools=[noop], capabilities=[proxy_for(sets)])
+    """Median ms per step of ToolProxy's own per-step work in a real agent run (the step shape of `step_times`,
+    except that each run's first call is a search, so its later steps also keep the index in sync)."""
+    agent = Agent(stepping_model(steps, search_first=True), tools=[noop], capabilities=[proxy_for(sets)])
     await agent.run(WARM_UP)
     samples: list[float] = []
     for _ in range(repeat):
@@ -180,7 +187,7 @@ async def own_work_per_step(sets: dict[str, FunctionToolset[Any]], steps: int, r
 @dataclass
 class SearchCallTimes:
     first_in_step: list[float]
-    """ms of each step's first `search_proxy_tools` call (syncs the shared index to that step's directory)."""
+    """ms of each step's first `search_proxy_tools` call (the run's first one also syncs the shared index)."""
     later_in_step: list[float]
     """ms of the further calls of one step (the index is already synced)."""
     builds: int

@@ -343,17 +343,20 @@ async def main() -> None:
     print('\n## Index build, incremental update, memory\n')
     print(table(['tools', 'toolproxy build (from Python records)', 'one tool changed (upsert)', 'index RSS per tool', 'bm25s index build'], build_rows))
     print('\n## Whole `search_proxy_tools` call inside an agent step (page of 5 complete entries), median (p95)\n')
-    print(table(['tools', "a step's first search (syncs the index to the step)", 'further searches in the same step',
+    print(table(['tools', "a step's first search", 'further searches in the same step',
                  'index builds (2 runs)'], call_rows))
-    print(f'\nFirst searches: {2 * PER_STEP} steps with one search each ({PER_STEP} keyword queries, {PER_STEP} questions); '
-          'further searches: one step with 50 (25 of each), run sequentially.')
+    print(f'\nFirst searches: {2 * PER_STEP} steps with one search each ({PER_STEP} keyword queries, {PER_STEP} questions), '
+          "each ranking right after its step's tool preparation, with cold CPU caches (the index is brought up to date "
+          "while a step is prepared, in ToolProxy's own per-step work); further searches: one step with 50 (25 of "
+          'each), run sequentially.')
     if step_rows:
         print('\n## Per-step CPU time: Pydantic AI alone vs. the same tools grouped by ToolProxy\n')
         print(table(['tools', 'toolsets= (direct)', 'capabilities=[Toolset(..)]', 'ToolProxy', 'vs toolsets=', 'vs capabilities=',
                      "ToolProxy's own work", 'own work / toolsets= step'], step_rows))
         print('\nA step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process. '
-              "ToolProxy's own work is timed inside the proxy runs: wrapping each source listing into members, merging, the "
-              'directory, hiding members from the request, the guidance instruction and the direct-call guard. The rest of '
+              "ToolProxy's own work is timed inside proxy runs whose first call is a search: wrapping each source listing "
+              'into members, merging, the directory, keeping the index in sync, hiding members from the request, the '
+              'guidance instruction and the direct-call guard. The rest of '
               "the difference to `toolsets=` is Pydantic AI's handling of any capability-contributed toolset "
               '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
               'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.')
