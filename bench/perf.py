@@ -255,6 +255,10 @@ async def main() -> None:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(',')]
     repeat = 1 if args.quick else 3
+    started = time.perf_counter()
+
+    def progress(what: str) -> None:
+        print(f'- {what} ({time.perf_counter() - started:.0f} s)', flush=True)
 
     base = load_bfcl_functions()
     kw = keyword_queries(base)
@@ -298,7 +302,7 @@ async def main() -> None:
         build_rows.append([f'{n:,}', fmt(core.build_s * 1000), fmt(statistics.median(upd)),
                            f'{index_rss / n:,.0f} B' if index_rss > 0 else 'n/a',
                            fmt(bm[1] * 1000) if bm is not None else 'n/a'])
-        print(f'- measured ranking and build at {n:,} tools', flush=True)
+        progress(f'measured ranking and build at {n:,} tools')
         # threads: GIL released while ranking
         if n == sizes[-1]:
             def spin(results_: list[int], stop: float) -> None:
@@ -323,7 +327,7 @@ async def main() -> None:
         calls = await search_call_times(sets, kw[:PER_STEP] + nl[:PER_STEP], kw[:25] + nl[:25])
         first, later = stats(calls.first_in_step), stats(calls.later_in_step)
         call_rows.append([f'{n:,}', f'{fmt(first[0])} ({fmt(first[1])})', f'{fmt(later[0])} ({fmt(later[1])})', str(calls.builds)])
-        print(f'- measured search_proxy_tools calls at {n:,} tools', flush=True)
+        progress(f'measured search_proxy_tools calls at {n:,} tools')
         proxy_bytes, direct_bytes = await request_bytes(sets)
         bytes_rows.append([f'{n:,}', f'{proxy_bytes:,} B', f'{direct_bytes:,} B', f'{100 * proxy_bytes / direct_bytes:.3f}%'])
         if not args.skip_steps:
@@ -333,7 +337,7 @@ async def main() -> None:
             own = await own_work_per_step(sets, steps, runs if n <= 10_000 else 1)  # its own code only: steadier
             step_rows.append([f'{n:,}', fmt(d), fmt(c), fmt(p), f'{100 * (p - d) / d:+.1f}%', f'{100 * (p - c) / c:+.1f}%',
                               fmt(own), f'{100 * own / d:.1f}%'])
-            print(f'- measured agent steps at {n:,} tools', flush=True)
+            progress(f'measured agent steps at {n:,} tools')
         del sets
 
     print('\n## Ranking plus first page, per query\n')
