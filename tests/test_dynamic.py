@@ -154,3 +154,101 @@ async def test_index_follows_descriptions_and_schemas_edited_by_another_capabili
     assert 'airship_hangar' not in pages[2]['tools'][0]['parameters_json_schema']['properties']
     assert 'airship_hangar' in pages[3]['tools'][0]['parameters_json_schema']['properties']
     assert proxy.index_builds == 3, proxy.index_builds  # first build, the description, the new schema (not the equal one)
+
+
+async def test_a_change_that_equality_hides_still_reaches_the_model() -> None:
+    """`1 == True` and dicts equal in another key order, but the JSON the model gets differs: the member and the
+    search page follow the source's new values (found by a reviewer trying to break the per-step caches)."""
+    from dataclasses import replace
+
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.toolsets import PreparedToolset
+
+    def alpha(x: int = 0, z: int = 0) -> str:
+        """Alpha tool."""
+        return 'a'
+
+    def listing(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        if ctx.run_step == 1:
+            meta, schema = {'admin_only': 1}, {'type': 'object', 'properties': {'x': {'enum': [0, 1]}, 'z': {'type': 'integer'}}}
+        else:
+            meta, schema = {'admin_only': True}, {'type': 'object', 'properties': {'z': {'type': 'integer'}, 'x': {'enum': [False, True]}}}
+        return [replace(d, metadata=meta, parameters_json_schema=schema) for d in defs]
+
+    seen: list[Any] = []
+
+    class Record(AbstractCapability[Any]):
+        async def before_model_request(self, ctx: RunContext[Any], request_context: Any) -> Any:
+            tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
+            seen.append(tools['g__alpha'].tool_def.metadata)
+            return request_context
+
+    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=PreparedToolset(FunctionToolset([alpha]), listing), description='G')})
+    script = Script([[(SEARCH, {'query': 'alpha'})], [(SEARCH, {'query': 'alpha'})], 'done'])
+    result = await Agent(script.model, capabilities=[proxy, Record()]).run('x')
+    assert [type(m['admin_only']) for m in seen] == [int, bool, bool]
+    first, second = (p.model_response_str() for p in returns(result.all_messages()) if p.tool_name == SEARCH)
+    assert '"x":{"enum":[0,1]},"z"' in first.replace(' ', '')
+    assert '"z":{"type":"integer"},"x":{"enum":[false,true]}' in second.replace(' ', '')
+
+
+async def test_a_canonical_name_that_moves_to_another_group_is_filed_under_the_new_one() -> None:
+    """Group `a` + tool `_x` and group `a_` + tool `x` share the canonical name `a___x`; when the tool moves from
+    one to the other with the same text, a search filtered by the new group finds it."""
+    from pydantic_ai.tools import Tool
+    from pydantic_ai.toolsets import PreparedToolset
+
+    async def op(**kwargs: Any) -> str:
+        return 'ok'
+
+    def source(name: str, steps: range) -> PreparedToolset[Any]:
+        tools = FunctionToolset([Tool.from_schema(op, name=name, description='Frobnicate the widget', json_schema={'type': 'object'})])
+        return PreparedToolset(tools, lambda ctx, defs: defs if ctx.run_step in steps else [])
+
+    proxy = ToolProxyCapability(
+        groups={
+            'a': ToolProxyGroup(source=source('_x', range(1, 2)), description='A'),
+            'a_': ToolProxyGroup(source=source('x', range(2, 9)), description='B'),
+        }
+    )
+    script = Script([[(SEARCH, {'query': 'frobnicate', 'group': 'a'})], [(SEARCH, {'query': 'frobnicate', 'group': 'a_'})], 'done'])
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    first, second = (page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH)
+    assert [(t['group'], t['tool']) for t in first['tools']] == [('a', '_x')]
+    assert [(t['group'], t['tool']) for t in second['tools']] == [('a_', 'x')]
+
+
+async def test_a_finished_run_state_is_not_kept_by_the_index() -> None:
+    """A per-tool `prepare` that puts run state into `metadata`: after later runs, only the last listing (the members
+    cache) still references any; the index keeps no tool definition."""
+    import gc
+    import weakref
+    from dataclasses import replace
+
+    from pydantic_ai.tools import Tool
+
+    class Session:
+        pass
+
+    async def with_session(ctx: RunContext[Any], tool_def: ToolDefinition) -> ToolDefinition:
+        return replace(tool_def, metadata={'session': ctx.deps})
+
+    def lookup(x: int) -> str:
+        """Look up a record."""
+        return 'r'
+
+    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=FunctionToolset([Tool(lookup, prepare=with_session)]), description='G')})
+    script = Script([])
+    agent = Agent(script.model, capabilities=[proxy], deps_type=Session)
+    sessions: list[weakref.ref[Session]] = []
+
+    async def run_once() -> None:
+        session = Session()
+        sessions.append(weakref.ref(session))
+        script.turns, script._n = [[(SEARCH, {'query': 'record'})], 'done'], 0
+        await agent.run('x', deps=session)
+
+    for _ in range(4):
+        await run_once()
+    gc.collect()
+    assert [i for i, ref in enumerate(sessions) if ref() is not None] == [3]

@@ -16,6 +16,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
 from ._members import SEPARATOR, GroupMemberToolset
+from ._same import same_value
 
 __all__ = ('Member', 'Directory', 'DirectoryCache', 'SearchIndexCache')
 
@@ -41,10 +42,13 @@ class Directory:
 
     `tools` holds the members' prepared `ToolsetTool`s; `Member` views are made on demand, so building a
     directory of 100,000 members is one pass over the step's tools. `groups` keeps only groups with at least
-    one surviving member, in the configured order. `names` lists the keys of `tools`; `descriptions` and `schemas` each member's
-    `tool_def.description` and `tool_def.parameters_json_schema` in the order of `tools`, taken in the same pass:
-    they let the search index confirm that nothing it indexed changed by comparing three lists (see
-    `SearchIndexCache.sync`) instead of visiting every member again.
+    one surviving member, in the configured order.
+
+    Taken in the same pass, for `SearchIndexCache.sync` to confirm that nothing it indexed changed without
+    visiting every member again: `names` (the keys of `tools`), `descriptions` and `schemas` (each member's
+    `tool_def.description` and `tool_def.parameters_json_schema`), in the order of `tools`, and `group_runs`,
+    `(position, group)` wherever the owning group changes along that order (one entry per group when a group's
+    members are listed together).
     """
 
     tools: dict[str, ToolsetTool[Any]]
@@ -53,6 +57,7 @@ class Directory:
     names: list[str] = field(default_factory=list)
     descriptions: list[object] = field(default_factory=list)
     schemas: list[object] = field(default_factory=list)
+    group_runs: list[tuple[int, str]] = field(default_factory=list)
 
     @classmethod
     def from_tools(cls, tools: dict[str, ToolsetTool[Any]], owner: object, group_order: list[str]) -> Directory:
@@ -61,8 +66,10 @@ class Directory:
         names: list[str] = []
         descriptions: list[object] = []
         schemas: list[object] = []
+        group_runs: list[tuple[int, str]] = []
         add_name, add_description, add_schema = names.append, descriptions.append, schemas.append
         last: object = None
+        last_group: str | None = None
         for name, tool in tools.items():
             toolset = tool.toolset
             if toolset is not last:
@@ -70,13 +77,16 @@ class Directory:
                     continue
                 group_toolsets.setdefault(toolset.group, toolset)
                 last = toolset
+                if toolset.group != last_group:
+                    last_group = toolset.group
+                    group_runs.append((len(names), last_group))
             members[name] = tool
             add_name(name)
             tool_def = tool.tool_def
             add_description(tool_def.description)
             add_schema(tool_def.parameters_json_schema)
         groups = [g for g in group_order if g in group_toolsets]
-        return cls(members, groups, group_toolsets, names, descriptions, schemas)
+        return cls(members, groups, group_toolsets, names, descriptions, schemas, group_runs)
 
     def __contains__(self, canonical: str) -> bool:
         return canonical in self.tools
@@ -147,16 +157,18 @@ class DirectoryCache:
         return directory
 
 
-def _unchanged(old: ToolDefinition, new: ToolDefinition) -> bool:
-    # `replace()` copies of a ToolDefinition keep the same schema object, so identity answers most steps
-    # cheaply; a rebuilt but equal schema (a dynamic toolset re-creating its tools) compares by value.
-    if old.description != new.description:
+def _unchanged(old: tuple[str, object, object], group: str, description: object, schema: object) -> bool:
+    """Whether a member indexed as `old` (group, description, schema) is still the same for the index.
+
+    `replace()` copies of a ToolDefinition keep the same schema object, so identity answers most steps cheaply; a
+    rebuilt schema (a dynamic toolset re-creating its tools) is compared strictly (`same_value`), since a change
+    `==` cannot see (`1` vs `True` in an `enum`) changes the indexed text."""
+    old_group, old_description, old_schema = old
+    if old_group != group or old_description != description:
         return False
-    if old.parameters_json_schema is new.parameters_json_schema:
-        return True
     try:
-        return bool(old.parameters_json_schema == new.parameters_json_schema)
-    except (RecursionError, ValueError, TypeError):  # a circular or very deep rebuilt schema: index it again
+        return same_value(old_schema, schema)
+    except RecursionError:  # a circular or very deep rebuilt schema: index it again
         return False
 
 
@@ -175,8 +187,10 @@ class SearchIndexCache:
         that never searches builds nothing."""
         self.searched_by: str | None = None
         """`run_id` of the run whose search synced the index last: the steps of that run keep it in sync (`keep_up`)."""
-        self._synced: dict[str, ToolDefinition] = {}
-        self._synced_lists: tuple[list[str], list[object], list[object]] = ([], [], [])
+        self._synced: dict[str, tuple[str, object, object]] = {}
+        """Per indexed member: its group, description and schema, as last indexed (no tool definition is kept, so
+        nothing else a definition references, e.g. run state in its metadata, outlives the step)."""
+        self._synced_lists: tuple[list[str], list[object], list[object], list[tuple[int, str]]] = ([], [], [], [])
         self._synced_directory: weakref.ref[Directory] | None = None
         self.lock = threading.Lock()
         self.builds = 0
@@ -189,7 +203,7 @@ class SearchIndexCache:
         self.built = False
         self.searched_by = None
         self._synced = {}
-        self._synced_lists = ([], [], [])
+        self._synced_lists = ([], [], [], [])
         self._synced_directory = None
 
     def keep_up(self, directory: Directory, run_id: str | None) -> None:
@@ -220,24 +234,30 @@ class SearchIndexCache:
         """
         if self._synced_directory is not None and self._synced_directory() is directory:
             return
-        names_before, descriptions_before, schemas_before = self._synced_lists
-        if directory.names == names_before and directory.descriptions == descriptions_before and _same(directory.schemas, schemas_before):
+        names_before, descriptions_before, schemas_before, runs_before = self._synced_lists
+        lists = (directory.names, directory.descriptions, directory.schemas, directory.group_runs)
+        if (
+            directory.names == names_before
+            and directory.descriptions == descriptions_before
+            and directory.group_runs == runs_before
+            and _same_schemas(directory.schemas, schemas_before)
+        ):
             # Keep this step's objects, so that a source rebuilding equal schemas pays one deep comparison, not one per step.
-            self._synced_lists = (directory.names, directory.descriptions, directory.schemas)
+            self._synced_lists = lists
             self._synced_directory = weakref.ref(directory)
             return
         synced = self._synced
         upserts: list[tuple[str, str, str, str, object]] = []
-        new_synced: dict[str, ToolDefinition] = {}
+        new_synced: dict[str, tuple[str, object, object]] = {}
         for name, tool in directory.tools.items():
             tool_def = tool.tool_def
+            group: str = tool.toolset.group  # type: ignore[attr-defined]
+            description, schema = tool_def.description, tool_def.parameters_json_schema
             old = synced.get(name)
-            if old is None or not _unchanged(old, tool_def):
-                group: str = tool.toolset.group  # type: ignore[attr-defined]
+            if old is None or not _unchanged(old, group, description, schema):
                 local = name[len(group) + len(SEPARATOR) :]
-                description = tool_def.description if isinstance(tool_def.description, str) else ''
-                upserts.append((name, group, local, description, tool_def.parameters_json_schema))
-            new_synced[name] = tool_def
+                upserts.append((name, group, local, description if isinstance(description, str) else '', schema))
+            new_synced[name] = (group, description, schema)
         removed = [name for name in synced if name not in new_synced]
         if removed:
             self.index.remove(removed)
@@ -246,13 +266,16 @@ class SearchIndexCache:
         if removed or upserts:
             self.builds += 1
         self._synced = new_synced
-        self._synced_lists = (directory.names, directory.descriptions, directory.schemas)
+        self._synced_lists = lists
         self._synced_directory = weakref.ref(directory)
         self.built = True
 
 
-def _same(new: list[object], old: list[object]) -> bool:
-    """`new == old` for lists of schemas, False when the comparison itself fails (a rebuilt circular schema)."""
+def _same_schemas(new: list[object], old: list[object]) -> bool:
+    """`new == old` for lists of schemas: the same objects (the usual case) are confirmed in C at about a nanosecond
+    each. A rebuilt schema equal under `==` but not as JSON (`1` vs `True` in an `enum`) passes: its indexed text
+    is renewed at the next change the member-by-member pass sees (`_unchanged` is strict), while pages always show
+    the current schema. False when the comparison itself fails (a rebuilt circular schema)."""
     try:
         return bool(new == old)
     except (RecursionError, ValueError, TypeError):

@@ -22,6 +22,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
 from ._codeact import harness_run, member_tool, source_tool
+from ._same import same_value
 
 __all__ = ('GroupMemberToolset', 'GroupSourceCapability', 'unsupported_member_reason')
 
@@ -60,31 +61,32 @@ def _bad_name(name: object) -> str | None:
     return shown if len(shown) <= 80 else shown[:77] + '...'
 
 
-_COMPARED: dict[type, Callable[[Any], Any]] = {}
+_COMPARED: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
 """Per dataclass: a getter of the fields its `__eq__` compares (other than a tool's `tool_def`), as one tuple."""
 
 
-def _compared_fields(cls: type) -> Callable[[Any], Any]:
+def _compared_fields(cls: type) -> Callable[[Any], tuple[Any, ...]]:
     getter = _COMPARED.get(cls)
     if getter is None:
-        names = [f.name for f in fields(cls) if f.compare and f.name != 'tool_def']
-        getter = attrgetter(*names) if names else _no_fields
+        names = tuple(f.name for f in fields(cls) if f.compare and f.name != 'tool_def')
+        getter = attrgetter(*names) if len(names) > 1 else (lambda obj: tuple(getattr(obj, n) for n in names))
         _COMPARED[cls] = getter
     return getter
 
 
-def _no_fields(obj: object) -> tuple[()]:
-    return ()
+_JSON_FIELDS = ('parameters_json_schema', 'return_schema', 'metadata')
+"""Fields of a tool definition that hold JSON-like data, compared with `same_value` on top of `==`."""
 
 
 def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
-    """`old == new` for two listings of one source tool, so last step's member can be reused.
+    """Whether two listings of one source tool are the same tool, so last step's member can be reused.
 
-    The dataclasses' own `__eq__` answer (same class, equal compared fields, equal `tool_def`s), with the field
-    tuples built by `operator.attrgetter` in C: this runs once per member per listing, and a `FunctionToolset`
-    lists a fresh but equal `ToolsetTool` (with a fresh `ToolDefinition`) each time. Never reads `__dict__`, which
-    would give each fresh instance a dict of its own. False when a comparison itself fails (a freshly built
-    circular or very deep schema).
+    The dataclasses' `__eq__` (same class, compared fields equal, `tool_def`s equal) with the field tuples built
+    by `operator.attrgetter` and compared in C: this runs once per member per listing, and a `FunctionToolset`
+    lists a fresh `ToolsetTool` (with a fresh `ToolDefinition`) each time. The definition's schemas and metadata
+    are then held to `same_value` where they are not the same objects, since `==` would hide a change the model
+    or a hook sees (`1` vs `True`, key order). Never reads `__dict__`, which would give each fresh instance a dict
+    of its own. False when a comparison itself fails (a freshly built circular or very deep schema).
     """
     if old is new:
         return True
@@ -102,8 +104,18 @@ def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
         if type(old_def) is not def_cls:
             return False
         def_getter = _COMPARED.get(def_cls) or _compared_fields(def_cls)
-        return bool(def_getter(old_def) == def_getter(new_def))
-    except (RecursionError, ValueError, TypeError):
+        if def_getter(old_def) != def_getter(new_def):
+            return False
+        # The fields of `_JSON_FIELDS`, spelled out: this is the hot path.
+        before, after = old_def.parameters_json_schema, new_def.parameters_json_schema
+        if before is not after and not same_value(before, after):
+            return False
+        before, after = old_def.return_schema, new_def.return_schema
+        if before is not after and not same_value(before, after):
+            return False
+        before, after = old_def.metadata, new_def.metadata
+        return before is after or same_value(before, after)
+    except (AttributeError, RecursionError, ValueError, TypeError):
         return False
 
 
