@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -61,8 +62,6 @@ def proxy_for(sets: dict[str, FunctionToolset[Any]]) -> ToolProxyCapability[Any]
 
 def tool_bytes(defs: Sequence[ToolDefinition]) -> int:
     """UTF-8 bytes of the tool definitions as compact JSON objects `{name, description, parameters}`."""
-    import json
-
     return sum(len(json.dumps({'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
                               separators=(',', ':'), ensure_ascii=False).encode()) for d in defs)
 

@@ -74,10 +74,6 @@ def _compared_fields(cls: type) -> Callable[[Any], tuple[Any, ...]]:
     return getter
 
 
-_JSON_FIELDS = ('parameters_json_schema', 'return_schema', 'metadata')
-"""Fields of a tool definition that hold JSON-like data, compared with `same_value` on top of `==`."""
-
-
 def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
     """Whether two listings of one source tool are the same tool, so last step's member can be reused.
 
@@ -106,7 +102,7 @@ def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
         def_getter = _COMPARED.get(def_cls) or _compared_fields(def_cls)
         if def_getter(old_def) != def_getter(new_def):
             return False
-        # The fields of `_JSON_FIELDS`, spelled out: this is the hot path.
+        # The definition's JSON-like fields (schemas, metadata), one by one: this is the hot path.
         before, after = old_def.parameters_json_schema, new_def.parameters_json_schema
         if before is not after and not same_value(before, after):
             return False
