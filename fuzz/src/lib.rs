@@ -325,6 +325,10 @@ pub enum Op {
         groups: Option<Vec<u8>>,
         offset: u8,
         limit: u8,
+        /// Non-zero: the query is lengthened with every live record's tool name and description
+        /// and `64 * (long % 32)` distinct unknown words (up to ~2,000 tokens), for the
+        /// pruning's long-query path.
+        long: u8,
     },
 }
 
@@ -395,11 +399,24 @@ pub fn check_index(data: &[u8]) {
                 groups,
                 offset,
                 limit,
+                long,
             } => {
                 let selected: Option<Vec<&'static str>> = groups
                     .as_ref()
                     .map(|g| g.iter().take(8).map(|&raw| group_name(raw)).collect());
-                let q: Query = (query.clone(), selected);
+                let mut text = query.clone();
+                if *long > 0 {
+                    for record in live.values() {
+                        text.push(' ');
+                        text.push_str(&record.tool);
+                        text.push(' ');
+                        text.push_str(&record.description);
+                    }
+                    for i in 0..64 * usize::from(*long % 32) {
+                        text.push_str(&format!(" unknown{i}word"));
+                    }
+                }
+                let q: Query = (text, selected);
                 check_search(&index, &live, &q, usize::from(*offset), usize::from(*limit));
                 queries.push(q);
             }
@@ -507,6 +524,16 @@ pub fn check_page(data: &[u8]) {
     if let Ok(plan) = plan_page(&input.sizes, input.total, input.offset, input.budget) {
         assert!(plan.count <= input.sizes.len());
         assert!(plan.size <= u64::try_from(input.budget).unwrap_or(0) || plan.count == 0);
+        if plan.count == 0 && !input.sizes.is_empty() {
+            // The first entry alone: the page it would need, over the budget.
+            let size = u64::try_from(input.sizes[0]).unwrap_or(0);
+            assert!(plan.size > u64::try_from(input.budget).unwrap_or(0));
+            assert_eq!(
+                plan.size,
+                page_size(size, 1, input.total as u64, plan.next_offset)
+            );
+            return;
+        }
         let entry_bytes: u64 = input.sizes[..plan.count]
             .iter()
             .map(|&s| s as u64)
@@ -533,17 +560,15 @@ pub fn check_page(data: &[u8]) {
     let mut offset = 0usize;
     let mut seen = vec![0u32; total];
     loop {
-        let plan = match plan_page(&sizes[offset..], total as i64, offset as i64, budget) {
-            Ok(plan) => plan,
-            Err(err) => {
-                assert!(err.message().starts_with("entry 0 "), "{}", err.message());
-                assert!(offset < total);
-                // The entry cannot fit alone: the caller skips it (search with offset + 1).
-                seen[offset] += 1;
-                offset += 1;
-                continue;
-            }
-        };
+        let plan = plan_page(&sizes[offset..], total as i64, offset as i64, budget)
+            .expect("a valid window");
+        if plan.count == 0 && offset < total {
+            // The entry cannot fit alone: the caller skips it (search with offset + 1).
+            assert!(plan.size > budget as u64);
+            seen[offset] += 1;
+            offset += 1;
+            continue;
+        }
         let page = real_page(&sizes[offset..offset + plan.count], total, plan.next_offset);
         assert_eq!(page.len() as u64, plan.size, "page size is not byte-exact");
         // An empty page (nothing left) is the bare frame, which the budget need not cover.

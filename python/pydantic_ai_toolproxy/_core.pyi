@@ -28,6 +28,9 @@ MAX_SEARCH_BYTES: int
 MAX_RESULTS_LIMIT: int
 """``100``: the largest accepted ``max_results``."""
 
+MAX_QUERY_BYTES: int
+"""``4096``: the longest query, in UTF-8 bytes, that the search control accepts from a model."""
+
 def validate_group_name(name: str) -> None:
     """Raise ``ValueError`` unless ``name`` is a valid group name.
 
@@ -86,12 +89,15 @@ def plan_page(entry_sizes: list[int], total: int, offset: int, budget: int) -> t
     that the count implies, stays ``<= budget``. ``next_offset`` is ``offset + count`` when that is
     below ``total``, else ``None``. ``page_size_bytes`` is the exact size of the planned page.
 
-    With no entries the result is ``(0, None, size of the empty page)``.
+    With no entries the result is ``(0, None, size of the empty page)``, whatever ``offset`` is (an
+    offset at or past ``total``, e.g. a stale ``next_offset``, plans the empty page).
 
-    Raises ``ValueError`` when a number is negative, when ``offset + len(entry_sizes)`` exceeds
-    ``total``, or when the first entry does not fit alone; that message starts with ``"entry 0 "``
-    and states the page size the entry needs, the budget and the entry's size, e.g.
-    ``entry 0 needs a page of 40208 bytes; budget is 32768 bytes (the entry alone is 40170 bytes)``.
+    When the first entry does not fit alone the result is ``(0, next_offset, bytes that entry alone
+    needs)``: a count of 0 with entries given, and a size above ``budget``. The caller reports that
+    entry (no page can show it).
+
+    Raises ``ValueError`` when a number is negative, or when entries are given and
+    ``offset + len(entry_sizes)`` exceeds ``total``.
     """
 
 @final

@@ -591,9 +591,22 @@ impl SearchIndex {
         };
         let (scanned_bound, scanned_weight) = sums(&scanned);
         let (looked_up_bound, looked_up_weight) = sums(&looked_up);
+        // Suffix sums over `finding`: `suffix[at]` is what the finding tokens from `at` on can add
+        // (upper bound, weight) and how many postings they hold. Computed once, so a query of `n`
+        // distinct tokens costs O(n) here, not O(n^2).
+        let mut suffix = vec![(0.0f32, 0.0f32, 0usize); finding.len() + 1];
+        for at in (0..finding.len()).rev() {
+            let (bound, weight, postings) = suffix[at + 1];
+            let planned = &finding[at];
+            suffix[at] = (
+                bound + planned.bound,
+                weight + planned.token.weight,
+                postings + planned.postings,
+            );
+        }
         // What the finding tokens from `from` on and the optional tokens still to score can add.
         let rest = |from: usize, scanned_too: bool| {
-            let (bound, weight) = sums(&finding[from..]);
+            let (bound, weight, _) = suffix[from];
             let (extra_bound, extra_weight) = if scanned_too {
                 (scanned_bound, scanned_weight)
             } else {
@@ -614,7 +627,7 @@ impl SearchIndex {
         // A threshold found stays valid as tokens are added (scores only grow), so it is reused.
         let mut known = 0.0f32;
         for at in 0..finding.len() {
-            let remaining: usize = finding[at..].iter().map(|p| p.postings).sum();
+            let remaining = suffix[at].2;
             if prune && at > 0 {
                 let (bound, weight) = rest(at, true);
                 let reach = upper(bound, weight) * (1.0 + PRUNE_MARGIN);

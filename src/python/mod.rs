@@ -137,6 +137,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("MIN_SEARCH_BYTES", names::MIN_SEARCH_BYTES)?;
     module.add("MAX_SEARCH_BYTES", names::MAX_SEARCH_BYTES)?;
     module.add("MAX_RESULTS_LIMIT", names::MAX_RESULTS_LIMIT)?;
+    module.add("MAX_QUERY_BYTES", crate::index::MAX_QUERY_BYTES)?;
     module.add_function(wrap_pyfunction!(validate_group_name, module)?)?;
     module.add_function(wrap_pyfunction!(validate_group_description, module)?)?;
     module.add_function(wrap_pyfunction!(validate_tool_name, module)?)?;
