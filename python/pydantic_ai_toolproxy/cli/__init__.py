@@ -7,15 +7,23 @@
 Also `python -m pydantic_ai_toolproxy`. Every figure comes from a real `pydantic_ai.Agent` run over the
 sources under a real `ToolProxyCapability`, driven by a scripted `FunctionModel` (`_probe`), so what the
 CLI shows is what the model gets. Exit status: 0 ok; 1 something would fail at runtime (or the search
-was refused); 2 bad arguments or sources that cannot be loaded.
+was refused); 2 bad arguments or sources that cannot be loaded; 141 stdout was closed early (`| head`),
+without a traceback.
+
+On a terminal, progress is shown on stderr while sources load and probes run, and erased before the
+first result line, so the screen ends with what piped output holds. Pydantic AI's first-run banner is
+turned off (`pydantic_ai.BANNER_ENABLED`): the CLI owns its output.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
+
+import pydantic_ai
 
 from ._args import build_parser, config_overrides
 from ._progress import Progress
@@ -26,12 +34,13 @@ from ._sources import SourceError
 __all__ = ('main',)
 
 
-async def _run(ns: argparse.Namespace, out: Output) -> int:
+async def _run(ns: argparse.Namespace) -> int:
     from .cmd_check import run_check
     from .cmd_inspect import run_inspect
     from .cmd_search import run_search
 
     with Progress() as progress:
+        out = Output(as_json=getattr(ns, 'json', False), before_write=progress.close)
         async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress) as surface:
             command = ns.command
             if command == 'inspect':
@@ -55,11 +64,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.command is None:
         parser.print_help(sys.stderr)
         return 2
-    out = Output(as_json=getattr(ns, 'json', False))
+    pydantic_ai.BANNER_ENABLED = False  # a public switch of Pydantic AI; older versions ignore it
     try:
-        return asyncio.run(_run(ns, out))
+        status = asyncio.run(_run(ns))
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return status
     except SourceError as exc:
         error(str(exc))
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`toolproxy ... | head -3`): stop quietly, as a process killed by SIGPIPE would.
+        # Point stdout at /dev/null so the interpreter's final flush does not report the pipe again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

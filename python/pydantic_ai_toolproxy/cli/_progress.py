@@ -1,4 +1,8 @@
-"""Progress on stderr while sources load and probes run: a rich spinner per step on a terminal, silent otherwise."""
+"""Progress on stderr while sources load and probes run: a rich spinner per step on a terminal, silent otherwise.
+
+The display is transient: `close()` erases it, and the CLI calls that before it prints any result or error
+(`Output(before_write=progress.close)`), so a terminal ends with exactly what piped output holds.
+"""
 
 from __future__ import annotations
 
@@ -16,14 +20,15 @@ __all__ = ('Progress',)
 class Step:
     """A running step; `done(text)` replaces its label with the outcome (e.g. `notes: 6 tools`)."""
 
-    def __init__(self, progress: RichProgress | None, task: int | None) -> None:
-        self._progress = progress
+    def __init__(self, owner: Progress, task: int | None) -> None:
+        self._owner = owner
         self._task = task
 
     def done(self, text: str) -> None:
-        """Show `text` with a check mark in place of the step's label."""
-        if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, description=f'[green]✓[/] {escape(text)}', completed=1, refresh=True)
+        """Show `text` with a check mark in place of the step's label (nothing once the display is closed)."""
+        progress = self._owner._progress
+        if progress is not None and self._task is not None:
+            progress.update(self._task, description=f'[green]✓[/] {escape(text)}', completed=1, refresh=True)
 
 
 class Progress:
@@ -50,20 +55,28 @@ class Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Erase the display from the terminal and show no further steps; idempotent.
+
+        Called before the first result line or error is printed: rich redraws a live display by moving the
+        cursor up over its own lines, so anything written below it while it runs would be erased.
+        """
         if self._progress is not None:
-            self._progress.__exit__(None, None, None)
-            self._progress = None
+            progress, self._progress = self._progress, None
+            progress.__exit__(None, None, None)
 
     @contextmanager
     def step(self, label: str) -> Iterator[Step]:
-        """A spinner labelled `label` until the block ends; stays on screen with its outcome until the command ends."""
+        """A spinner labelled `label` until the block ends; stays on screen with its outcome until `close()`."""
         progress = self._progress
         task = progress.add_task(escape(label), total=1) if progress is not None else None
         if progress is not None:
             progress.refresh()  # draw the label now: a step quicker than the refresh period is still shown
-        step = Step(progress, task)
+        step = Step(self, task)
         try:
             yield step
         finally:
-            if progress is not None and task is not None:
-                progress.update(task, completed=1)
+            if self._progress is not None and task is not None:
+                self._progress.update(task, completed=1)

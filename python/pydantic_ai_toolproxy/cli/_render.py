@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
 
@@ -54,24 +55,39 @@ class Output:
 
     `as_json` prints JSON documents only. Otherwise output is rich on a terminal (as rich decides, so
     `NO_COLOR`, `TTY_COMPATIBLE` and friends apply) and plain text without escape codes when piped.
+    `before_write` runs before anything is written, to stdout or (`error`) stderr: the CLI passes
+    `Progress.close`, so no live display is drawn over the result.
     """
 
-    def __init__(self, as_json: bool, stream: TextIO | None = None) -> None:
+    def __init__(self, as_json: bool, stream: TextIO | None = None, before_write: Callable[[], None] | None = None) -> None:
         self.stream = stream or sys.stdout
         self.as_json = as_json
         self.console = Console(file=self.stream, highlight=False)
         self.rich = not as_json and self.console.is_terminal
+        self._before_write = before_write
+
+    def _start(self) -> None:
+        if self._before_write is not None:
+            self._before_write()
 
     def json(self, document: Any) -> None:
         """Print `document` as indented JSON (non-ASCII unescaped)."""
+        self._start()
         self.stream.write(json.dumps(document, indent=2, ensure_ascii=False) + '\n')
 
     def raw(self, text: str) -> None:
         """Print `text` exactly as given, plus a newline."""
+        self._start()
         self.stream.write(text + '\n')
+
+    def error(self, message: str) -> None:
+        """Print `toolproxy: error: message` to stderr."""
+        self._start()
+        error(message)
 
     def line(self, text: str = '', style: str | None = None) -> None:
         """Print one line of text (`style` applies on a terminal only; `[` is never markup)."""
+        self._start()
         if self.rich:
             self.console.print(text, style=style, markup=False, soft_wrap=True)
         else:
@@ -79,6 +95,7 @@ class Output:
 
     def table(self, columns: list[Column], rows: list[list[str]], title: str | None = None) -> None:
         """Print a table; plain output pads columns with two spaces and clips cells to `max_width`."""
+        self._start()
         if self.rich:
             self._rich_table(columns, rows, title)
             return

@@ -17,7 +17,7 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from ._probe import ProbeRun, definition_bytes, grouped_members, probe, text_bytes
 from ._progress import Progress
-from ._render import Column, Output, clip, error, num, plural
+from ._render import Column, Output, clip, num, plural
 from ._sources import Surface
 
 __all__ = ('run_inspect',)
@@ -114,7 +114,7 @@ async def run_inspect(surface: Surface, out: Output, progress: Progress, *, full
     """
     doc = await measure(surface, progress)
     if isinstance(doc, str):
-        error(f'the proxy cannot prepare these sources: {doc}\nRun `toolproxy check` to list every problem with its fix.')
+        out.error(f'the proxy cannot prepare these sources: {doc}\nRun `toolproxy check` to list every problem with its fix.')
         return 1
     if out.as_json:
         out.json(doc)

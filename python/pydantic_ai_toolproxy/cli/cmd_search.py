@@ -13,7 +13,7 @@ from typing import Any
 from .._search import entry_size
 from ._probe import probe
 from ._progress import Progress
-from ._render import Column, Output, error, num
+from ._render import Column, Output, num
 from ._sources import SourceError, Surface
 
 __all__ = ('run_search',)
@@ -59,7 +59,7 @@ async def run_search(
             calls=lambda snapshot: [(config.search_name, args)] if config.search_name in snapshot.offered() else [],
         )
     if run.error is not None:
-        error(f'the proxy cannot prepare these sources: {run.error}\nRun `toolproxy check` to list every problem with its fix.')
+        out.error(f'the proxy cannot prepare these sources: {run.error}\nRun `toolproxy check` to list every problem with its fix.')
         return 1
     part = run.returns.get('probe-0')
     if part is None:
@@ -69,7 +69,7 @@ async def run_search(
         if out.as_json:
             out.json({'outcome': part.outcome, 'message': message})
         else:
-            error(f'the search was {"refused" if part.outcome == "retried" else part.outcome}: {message}')
+            out.error(f'the search was {"refused" if part.outcome == "retried" else part.outcome}: {message}')
         return 1
     text = part.model_response_str()
     if out.as_json:
