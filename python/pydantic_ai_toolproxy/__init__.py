@@ -1,9 +1,12 @@
 """Group huge Pydantic AI tool collections behind two control tools.
 
-Public API (spec `toolproxy.en.md`): `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for
-a13n-harness hosts `ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
-`pydantic_ai_toolproxy.harness.build`).
+Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for a13n-harness hosts
+`ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
+`pydantic_ai_toolproxy.harness.build`). `__version__` is the installed distribution's version, which
+maturin takes from Cargo.toml (the one place it is written).
 """
+
+from importlib.metadata import version as _version
 
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
@@ -11,4 +14,4 @@ from .group import ToolProxyGroup
 from .plan import ToolProxyPlan, ToolProxySelection
 
 __all__ = ('ToolProxyCapability', 'ToolProxyConfig', 'ToolProxyGroup', 'ToolProxyPlan', 'ToolProxySelection')
-__version__ = '0.1.0'
+__version__ = _version('pydantic-ai-toolproxy')
