@@ -1,13 +1,15 @@
-"""The main job: an Agent over every BFCL function definition, a stdio MCP server and one ungrouped tool.
+"""The demo: an Agent over every BFCL function definition, a stdio MCP server and one ungrouped tool.
 
-By default a scripted `FunctionModel` plays each request: it searches with the user's words, calls the top
-match with BFCL's recorded ground-truth arguments, and answers with the result. The demo prints, per
-request, the rank at which the right tool was found and the call's result, then the tool-definition bytes
-sent per model request through the proxy versus with every tool offered directly.
+By default a scripted `FunctionModel` plays each request: it searches with the user's words and, as a model
+reading the page would, calls the expected tool with BFCL's recorded ground-truth arguments when it is on
+the returned page (saying at which rank), or else the top match (saying so). The demo prints, per request,
+what was found and the call's result, then the tool-definition bytes sent per model request through the
+proxy versus with every tool offered directly.
 
-    python examples/demo.py                     # scripted model, 24 BFCL requests + MCP + ungrouped
-    python examples/demo.py --requests 100      # more BFCL requests
-    python examples/demo.py --model openai:gpt-5 # the same agent with a real model (needs its API key)
+    python examples/demo.py                      # scripted model, 24 BFCL requests + MCP + ungrouped
+    python examples/demo.py --requests 100       # more BFCL requests
+    python examples/demo.py --model openai:gpt-5 # a real model: its provider package and API key
+    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 python examples/demo.py --model openai:NAME  # a compatible server
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import pydantic_ai
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import AgentRunError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.mcp import MCPToolset
@@ -81,11 +85,16 @@ def tool_bytes(defs: list[ToolDefinition]) -> int:
 
 
 class ScriptedModel:
-    """Searches with the user's words, calls the top match with the recorded arguments, then answers."""
+    """Searches with the user's words, calls the expected tool if the page has it (else the top match), then answers.
+
+    `ranks[prompt]` is the 1-based rank of the expected tool on the page, or None when it was not on it;
+    `called[prompt]` is the `(group, tool)` actually called.
+    """
 
     def __init__(self, plan: dict[str, Request]) -> None:
         self.plan = plan
         self.ranks: dict[str, int | None] = {}
+        self.called: dict[str, tuple[str, str]] = {}
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = next(p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart))
@@ -100,10 +109,12 @@ class ScriptedModel:
         if part.tool_name == SEARCH and part.outcome == 'success':
             page = json.loads(part.model_response_str())
             names = [(t['group'], t['tool']) for t in page['tools']]
-            self.ranks[req.prompt] = names.index((req.group, req.tool)) + 1 if (req.group, req.tool) in names else None
+            expected = (req.group, req.tool)
+            self.ranks[req.prompt] = names.index(expected) + 1 if expected in names else None
             if not names:
                 return ModelResponse(parts=[TextPart('No matching tool.')])
-            group, tool = names[0]
+            group, tool = expected if expected in names else names[0]
+            self.called[req.prompt] = (group, tool)
             return ModelResponse(parts=[ToolCallPart(CALL, {'group': group, 'tool': tool, 'arguments': req.arguments})])
         return ModelResponse(parts=[TextPart(part.model_response_str()[:160])])
 
@@ -132,11 +143,26 @@ async def request_bytes(proxy: bool) -> tuple[int, int]:
     return tool_bytes(seen[0]), len(seen[0])
 
 
+def real_model(name: str) -> Model:
+    """The model `provider:name`; exits with a one-line install hint when its provider package is missing."""
+    try:
+        return infer_model(name)
+    except ImportError as exc:
+        provider = name.split(':', 1)[0]
+        extra = {'google-gla': 'google', 'google-vertex': 'google'}.get(provider, provider)
+        sys.exit(
+            f'demo: --model {name} needs the {provider} provider package: '
+            f'.venv/bin/python -m pip install "pydantic-ai-slim[{extra}]" ({exc})'
+        )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--requests', type=int, default=24, help='number of BFCL requests (default 24)')
-    parser.add_argument('--model', default=None, help='provider:name of a real model (its API key must be set)')
+    parser.add_argument('--model', default=None, help='provider:name of a real model (its provider package and API key)')
     args = parser.parse_args()
+    pydantic_ai.BANNER_ENABLED = False  # the demo owns its output
+    model: Any = real_model(args.model) if args.model else None
 
     reqs = requests(args.requests)
     groups = make_groups()
@@ -144,7 +170,7 @@ async def main() -> None:
     print(f'{total_tools} BFCL tools in {len(groups) - 1} groups + MCP group "notes" (stdio) + 1 ungrouped tool\n')
 
     scripted = ScriptedModel({r.prompt: r for r in reqs})
-    model: Any = args.model or FunctionModel(scripted)
+    model = model or FunctionModel(scripted)
     agent = build_agent(model, groups, proxy=True)
     found = top1 = 0
     started = time.perf_counter()
@@ -159,7 +185,13 @@ async def main() -> None:
             if req.group is None:
                 where = 'ungrouped (called directly)'
             elif args.model is None:
-                where = f'rank {rank}' if rank else f'not in top {SEARCH_LIMIT}'
+                if rank:
+                    where = f'found at rank {rank}, called it'
+                elif req.prompt in scripted.called:
+                    group, tool = scripted.called[req.prompt]
+                    where = f'not in the top {SEARCH_LIMIT}: called the top match {group}/{tool} instead'
+                else:
+                    where = 'no tool found'
                 found += rank is not None
                 top1 += rank == 1
             else:
@@ -176,7 +208,7 @@ async def main() -> None:
     if args.model is None:
         print(f'  right tool found in top {SEARCH_LIMIT}: {found}/{grouped}; ranked first: {top1}/{grouped}')
     print(f'  {len(reqs)} requests in {elapsed:.2f} s')
-    print(f'  tool-definition bytes per model request: proxy {proxied:,} B vs direct {direct:,} B ({n_direct} tools) = {100 * proxied / direct:.2f}%')
+    print(f'  tool-definition bytes per model request: proxy {proxied:,} B vs direct {direct:,} B ({n_direct:,} tools) = {100 * proxied / direct:.2f}%')
 
 
 if __name__ == '__main__':

@@ -168,12 +168,15 @@ def mcp_source(spec: SourceSpec) -> AbstractToolset[Any]:
     """An `MCPToolset` for an `mcp-stdio` or `mcp-http` spec (server instructions included, as a host would).
 
     Raises:
-        SourceError: an empty command line or a missing MCP client (install `pydantic-ai-slim[mcp]`).
+        SourceError: an empty command line or a missing MCP client (the `[mcp]` extra).
     """
     try:
         from pydantic_ai.mcp import MCPToolset
     except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise SourceError(f'{spec.label}: MCP support is not installed ({exc}); install pydantic-ai-slim[mcp]') from exc
+        raise SourceError(
+            f'{spec.label}: MCP support is not installed ({exc}); install the [mcp] extra: '
+            'pip install "pydantic-ai-toolproxy[mcp]" (it is pydantic-ai-slim[mcp])'
+        ) from exc
     if spec.kind == 'mcp-http':
         return MCPToolset(spec.target, id=spec.group, include_instructions=True)
     from fastmcp.client.transports import StdioTransport
