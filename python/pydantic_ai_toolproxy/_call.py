@@ -23,14 +23,17 @@ from pydantic_ai.exceptions import (
     ToolRetryError,
     UserError,
 )
-from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.messages import ModelResponse, RetryInfo, ToolCallPart, ToolReturnPart
 from pydantic_ai.tools import RunContext, ToolDenied
 from pydantic_core import ValidationError
 
 from ._directory import Directory, Member
+from ._names import canonical_name
+from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
 
-__all__ = ('run_call', 'dispatching', 'envelope_retry')
+__all__ = ('run_call', 'dispatching', 'envelope_retry', 'charged_retry', 'resolve_member', 'normalize_arguments')
 
 dispatching: ContextVar[str | None] = ContextVar('pydantic_ai_toolproxy.dispatching', default=None)
 """Canonical name of the member the call control is dispatching in the current task, else None.
@@ -39,21 +42,13 @@ The direct-call guard lets exactly that nested call through; a model's own direc
 (in another task, or with another name) is refused.
 """
 
-ENVELOPE_HINT = 'Expected envelope: {"group": "<group>", "tool": "<local tool name>", "arguments": {...}}.'
-MAX_SHOWN_CHARS = 80
-"""Longest repr of a model-supplied value echoed in a message; a 10 KB name is cut, not sent back whole."""
 MAX_ERROR_CHARS = 500
 """Longest exception text quoted in an uncertain-outcome failure."""
-
-
-def _cut(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters (a cut text ends with `...`)."""
-    return text if len(text) <= limit else text[: limit - 3] + '...'
-
-
-def _shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
-    """`repr(value)` cut to `limit` characters."""
-    return _cut(repr(value), limit)
+MAX_ARGUMENT_DEPTH = 100
+"""Deepest nesting of `arguments` (objects and arrays) the call control forwards; a 10 KB string of `[[[[...` is
+refused with a retry, never a `RecursionError` out of the run."""
+MAX_KEY_CHARS = 128
+"""Longest `group__tool` spelling used as a retry-budget key; longer names share one key per call control."""
 
 
 def _error_summary(errors: list[Any], prefix: tuple[str, ...] = ()) -> str:
@@ -61,12 +56,12 @@ def _error_summary(errors: list[Any], prefix: tuple[str, ...] = ()) -> str:
     items: list[str] = []
     for error in errors[:5]:
         if not isinstance(error, dict):
-            items.append(_shown(error))
+            items.append(shown(error))
             continue
-        loc = '.'.join(str(p) for p in (*prefix, *error.get('loc', ()))) or '(envelope)'
-        item = f'{loc}: {error.get("msg", "invalid")}'
-        if 'input' in error and error.get('type') != 'missing':
-            item += f' (got {_shown(error["input"], 60)})'
+        loc = '.'.join(cut(str(p), 60) for p in (*prefix, *error.get('loc', ()))[:8]) or '(envelope)'
+        item = f'{loc}: {cut(str(error.get("msg", "invalid")), 200)}'
+        if 'input' in error and error.get('type') not in ('missing', 'extra_forbidden'):
+            item += f' (got {shown(error["input"], 60)})'
         items.append(item)
     if len(errors) > 5:
         items.append(f'and {len(errors) - 5} more')
@@ -79,8 +74,8 @@ def envelope_retry(error: ValidationError | ModelRetry, search_name: str, call_n
     if isinstance(error, ValidationError):
         detail = _error_summary(list(error.errors(include_url=False, include_context=False)))
     else:
-        detail = _shown(error.message, 300)
-    return ModelRetry(
+        detail = shown(error.message, 300)
+    return retry(
         f'Invalid `{call_name}` envelope: {detail}. {ENVELOPE_HINT} '
         f'Use `{search_name}` to find the current groups, tools and their parameter schemas.'
     )
@@ -94,55 +89,141 @@ def resolve_member(runtime: ProxyRuntime, directory: Directory, group: Any, tool
     """The current step's member for `(group, tool)`.
 
     Raises:
-        ModelRetry: unknown group (lists the current groups) or unknown tool (at most 3 close names).
+        ModelRetry: unknown group (lists the current groups) or unknown tool (at most 3 close names of that group).
     """
     config = runtime.config
     if not isinstance(group, str) or group not in directory.groups:
-        raise ModelRetry(
-            f'Unknown group {_shown(group)}. Current groups: {", ".join(directory.groups) or "(none)"}. {ENVELOPE_HINT}'
-        )
+        raise retry(f'Unknown group {shown(group)}. Current groups: {listing(directory.groups)}. {ENVELOPE_HINT}')
     if not isinstance(tool, str) or not tool:
-        raise ModelRetry(f'`tool` must be the local tool name returned by `{config.search_name}`. {ENVELOPE_HINT}')
-    member = directory.member(f'{group}__{tool}')
-    # `{group}__{tool}` is ambiguous when a group name ends in `_` or a tool name starts with one: group `ops` +
-    # tool `_purge` and group `ops_` + tool `purge` spell the same canonical name. Only the exact pair counts.
-    if member is None or member.group != group or member.local_name != tool:
+        raise retry(f'`tool` must be the local tool name returned by `{config.search_name}`. {ENVELOPE_HINT}')
+    member = directory.member_of(group, tool)
+    if member is None:
         close = _close_names(directory, group, tool) if len(tool) <= 256 else []
-        hint = f' Close names: {", ".join(close)}.' if close else ''
-        raise ModelRetry(
-            f'Group {group!r} has no tool {_shown(tool)} in this step.{hint} '
+        hint = f' Close names: {listing(close)}.' if close else ''
+        raise retry(
+            f'Group {group!r} has no tool {shown(tool)} in this step.{hint} '
             f'Use `{config.search_name}` with group={group!r} to find the current tools, then call again.'
         )
     return member
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` nests objects and arrays more than `limit` deep (an iterative walk: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def normalize_arguments(arguments: Any) -> dict[str, Any]:
     """`arguments` as a dict: an object, a JSON string of an object, or None (no arguments).
 
     Raises:
-        ModelRetry: any other shape, describing the expected envelope.
+        ModelRetry: any other shape, invalid JSON, or nesting deeper than `MAX_ARGUMENT_DEPTH`, describing the
+            expected envelope.
     """
     if arguments is None:
         return {}
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            raise ModelRetry(f'`arguments` must be a JSON object; the string given is not valid JSON. {ENVELOPE_HINT}')
+        except (ValueError, RecursionError):
+            raise retry(f'`arguments` must be a JSON object; the string given is not valid JSON. {ENVELOPE_HINT}') from None
     if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
-        raise ModelRetry(
+        raise retry(
             f'`arguments` must be an object matching the tool\'s parameters_json_schema, '
             f'got {type(arguments).__name__}. {ENVELOPE_HINT}'
+        )
+    if _depth_exceeds(arguments, MAX_ARGUMENT_DEPTH):
+        raise retry(
+            f'`arguments` nest more than {MAX_ARGUMENT_DEPTH} levels deep; send a plain object matching the tool\'s '
+            f'parameters_json_schema. {ENVELOPE_HINT}'
         )
     return arguments
 
 
+def _budget_key(runtime: ProxyRuntime, group: Any, tool: Any) -> str:
+    """The retry-budget key of an envelope naming `(group, tool)`: the canonical name it spells, as the same mistake
+    against a directly installed tool would be counted under that name; the call control's own name for names too
+    long or not strings."""
+    if isinstance(group, str) and isinstance(tool, str) and group and tool and len(group) + len(tool) <= MAX_KEY_CHARS:
+        return canonical_name(group, tool)
+    return runtime.config.call_name
+
+
+def charged_retry(ctx: RunContext[Any], key: str, max_retries: int | None, message: str) -> ToolRetryError:
+    """A retry of the envelope's call, counted against `key`'s retry budget instead of the call control's.
+
+    Direct installation gives every tool, and every unknown name, a retry counter of its own; charging an envelope's
+    refusal to the target it names keeps the proxy as forgiving: two typos in two tool names do not end the run.
+    `max_retries` is the target's own budget, or None for the agent's default (an unknown name). Counted the way
+    Pydantic AI's `ToolManager` counts a failed tool: the key joins `failed_tools`, and the next step's `retries`.
+
+    Raises:
+        UnexpectedModelBehavior: `key` has used up its budget, as Pydantic AI raises for a tool that has.
+    """
+    manager = ctx.tool_manager
+    if manager is None:  # pragma: no cover - controls only run inside a step
+        return ToolRetryError(ToolReturnPart(tool_name=ctx.tool_name or '', content=bounded(message), outcome='retried'))
+    budget = manager.default_max_retries if max_retries is None else max_retries
+    used = ctx.retries.get(key, 0)
+    if used >= budget:
+        raise UnexpectedModelBehavior(
+            f'Tool {key!r} (through {ctx.tool_name!r}) exceeded max retries count of {budget}: {cut(message, 300)}'
+        )
+    manager.failed_tools.add(key)
+    part = ToolReturnPart(
+        tool_name=ctx.tool_name or '',
+        content=bounded(message),
+        tool_call_id=ctx.tool_call_id or '',
+        outcome='retried',
+        retry=RetryInfo(cause='model_retry'),
+    )
+    return ToolRetryError(part)
+
+
+def _later_calls(ctx: RunContext[Any]) -> int:
+    """Function-tool calls of the latest model response that come after this envelope's call and have not run yet.
+
+    The call control is `sequential=True`, a barrier: calls before it in the response have completed (and are in
+    `ctx.usage`), calls after it run once it returns. Pydantic AI checked the whole response's count before the
+    batch; the target is one call more, so the calls still to come must be counted with it.
+    """
+    manager = ctx.tool_manager
+    tools = manager.tools if manager is not None and manager.tools is not None else {}
+    for message in reversed(ctx.messages):
+        if isinstance(message, ModelResponse):
+            later = 0
+            found = False
+            for part in message.parts:
+                if not isinstance(part, ToolCallPart):
+                    continue
+                if found:
+                    tool = tools.get(part.tool_name)
+                    later += tool is not None and tool.tool_def.kind == 'function'
+                elif part.tool_call_id == ctx.tool_call_id:
+                    found = True
+            return later if found else 0
+    return 0
+
+
 def _check_usage(ctx: RunContext[Any]) -> None:
+    """Raise `UsageLimitExceeded` when running the target would take the run over `UsageLimits.tool_calls_limit`,
+    counting the envelope, its target and the response's calls still to run."""
     limits = ctx.usage_limits
     if limits is not None and limits.tool_calls_limit is not None:
         projected = copy(ctx.usage)
-        # The envelope itself is counted once it returns; the target would be the next call after it.
-        projected.tool_calls += 2
+        # The envelope itself is counted once it returns; the target is one call more.
+        projected.tool_calls += 2 + _later_calls(ctx)
         limits.check_before_tool_call(projected)
 
 
@@ -168,7 +249,7 @@ def _uncertain(member: Member, what: str, error: BaseException, fallback: str = 
     detail = str(error) or fallback
     return (
         f'Tool {member.local_name!r} in group {member.group!r} {what} ({type(error).__name__}: '
-        f'{_cut(detail, MAX_ERROR_CHARS)}). Its outcome is uncertain: it may have had effects. Check the current '
+        f'{cut(detail, MAX_ERROR_CHARS)}). Its outcome is uncertain: it may have had effects. Check the current '
         'state before retrying, especially before repeating a change.'
     )
 
@@ -210,8 +291,14 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
         UsageLimitExceeded: the target would exceed `UsageLimits.tool_calls_limit` (the target does not run).
     """
     directory = runtime.directory(ctx)
-    member = resolve_member(runtime, directory, group, tool)
-    args = normalize_arguments(arguments)
+    try:
+        member = resolve_member(runtime, directory, group, tool)
+    except ModelRetry as e:
+        raise charged_retry(ctx, _budget_key(runtime, group, tool), None, e.message) from None
+    try:
+        args = normalize_arguments(arguments)
+    except ModelRetry as e:
+        raise charged_retry(ctx, member.canonical, member.tool.max_retries, e.message) from None
     manager = ctx.tool_manager
     if manager is None:  # pragma: no cover - controls only run inside a step
         raise ToolFailed('No tool manager is available in this step.')
@@ -239,5 +326,5 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
     finally:
         dispatching.reset(token)
     if isinstance(result, ToolDenied):
-        raise ToolFailed(f'The call to {member.local_name!r} in group {member.group!r} was denied: {result.message}')
+        raise failed(f'The call to {member.local_name!r} in group {member.group!r} was denied: {result.message}')
     return result

@@ -15,7 +15,8 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
-from ._members import SEPARATOR, GroupMemberToolset
+from ._members import GroupMemberToolset
+from ._names import canonical_name, local_name
 from ._same import same_value
 
 __all__ = ('Member', 'Directory', 'DirectoryCache', 'SearchIndexCache')
@@ -101,11 +102,23 @@ class Directory:
             return None
         toolset: GroupMemberToolset[Any] = tool.toolset  # type: ignore[assignment]
         group = toolset.group
-        return Member(group, canonical[len(group) + len(SEPARATOR) :], canonical, tool, toolset)
+        return Member(group, local_name(canonical, group), canonical, tool, toolset)
+
+    def member_of(self, group: str, tool: str) -> Member | None:
+        """The member that is tool `tool` of group `group` in this step, or None. Only the exact pair counts: group
+        `ops` + tool `_purge` never finds group `ops_`'s `purge`, though both spell `ops___purge`."""
+        member = self.member(canonical_name(group, tool))
+        if member is None or member.group != group or member.local_name != tool:
+            return None
+        return member
 
     def local_names(self, group: str) -> list[str]:
-        prefix = group + SEPARATOR
-        return [name[len(prefix) :] for name in self.tools if name.startswith(prefix)]
+        """The local names of `group`'s members (owned by that group: not another group's whose name extends it)."""
+        return [
+            local_name(name, group)
+            for name, tool in self.tools.items()
+            if tool.toolset.group == group  # type: ignore[attr-defined]
+        ]
 
 
 class DirectoryCache:
@@ -164,11 +177,11 @@ def _unchanged(old: tuple[str, object, object], group: str, description: object,
     rebuilt schema (a dynamic toolset re-creating its tools) is compared strictly (`same_value`), since a change
     `==` cannot see (`1` vs `True` in an `enum`) changes the indexed text."""
     old_group, old_description, old_schema = old
-    if old_group != group or old_description != description:
+    if old_group != group or old_description is not description and old_description != description:
         return False
     try:
         return same_value(old_schema, schema)
-    except RecursionError:  # a circular or very deep rebuilt schema: index it again
+    except Exception:  # a circular or very deep rebuilt schema, or a value whose `==` raises: index it again
         return False
 
 
@@ -256,8 +269,7 @@ class SearchIndexCache:
             description, schema = tool_def.description, tool_def.parameters_json_schema
             old = synced.get(name)
             if old is None or not _unchanged(old, group, description, schema):
-                local = name[len(group) + len(SEPARATOR) :]
-                upserts.append((name, group, local, description if isinstance(description, str) else '', schema))
+                upserts.append((name, group, local_name(name, group), description if isinstance(description, str) else '', schema))
             new_synced[name] = (group, description, schema)
         removed = [name for name in synced if name not in new_synced]
         if removed:
@@ -279,5 +291,5 @@ def _same_schemas(new: list[object], old: list[object]) -> bool:
     the current schema. False when the comparison itself fails (a rebuilt circular schema)."""
     try:
         return bool(new == old)
-    except (RecursionError, ValueError, TypeError):
+    except Exception:  # a rebuilt circular schema, or a value whose `==` raises (a numpy array, Decimal('sNaN'))
         return False

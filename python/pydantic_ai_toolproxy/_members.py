@@ -22,11 +22,11 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
 from ._codeact import harness_run, member_tool, source_tool
+from ._names import SEPARATOR, canonical_name, local_name
 from ._same import same_value
 
 __all__ = ('GroupMemberToolset', 'GroupSourceCapability', 'unsupported_member_reason')
 
-SEPARATOR: str = _core.CANONICAL_SEPARATOR
 _T = TypeVar('_T')
 
 
@@ -111,7 +111,7 @@ def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
             return False
         before, after = old_def.metadata, new_def.metadata
         return before is after or same_value(before, after)
-    except (AttributeError, RecursionError, ValueError, TypeError):
+    except Exception:  # a comparison that fails means "changed": a rebuilt circular schema, an `==` that raises
         return False
 
 
@@ -216,7 +216,6 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         previous, previous_result = self._last
         if harness is None and len(tools) == len(previous) and _unchanged_listing(tools, previous):
             return dict(previous_result)
-        prefix = self.group + SEPARATOR
         result: dict[str, ToolsetTool[AgentDepsT]] = {}
         last_toolset: object = None
         last_id: str | None = None
@@ -245,7 +244,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                     last_toolset = tool.toolset
                     last_id = getattr(last_toolset, '_explicit_id', None)
                 toolset_id = last_id
-            canonical = prefix + name
+            canonical = canonical_name(self.group, name)
             member = _copy_with(tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id))
             if harness is not None:
                 member = member_tool(harness, tool, member, name, self.group, self.description)
@@ -259,7 +258,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
-        local = name.removeprefix(self.group + SEPARATOR)
+        local = local_name(name, self.group)
         ctx = replace(ctx, tool_name=local)
         source = source_tool(tool)
         if source is not None:

@@ -40,4 +40,8 @@ class ProxyRuntime:
         """Guidance and source instructions are on unless the config or the run's deps turn them off."""
         if not self.config.include_instructions:
             return False
-        return getattr(ctx.deps, 'toolset_instructions', True) is not False
+        try:
+            setting = getattr(ctx.deps, 'toolset_instructions', True)
+        except Exception:  # deps whose `__getattr__` raises something else than AttributeError (an attribute dict)
+            return True
+        return setting is not False

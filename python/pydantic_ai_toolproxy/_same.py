@@ -18,7 +18,8 @@ def same_value(a: object, b: object) -> bool:
     item by item, floats with the same sign (`-0.0` is not `0.0`); anything else by its own `==`.
 
     Raises:
-        RecursionError: a circular or very deeply nested value (callers treat the comparison as failed).
+        RecursionError: a circular or very deeply nested value; or whatever a value's own `==` raises (a numpy array's
+            `ValueError`, `Decimal('sNaN')`'s `InvalidOperation`). Callers treat any exception as "changed".
     """
     if a is b:
         return True

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai.exceptions import ModelRetry, ToolFailed
+from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import tool_return_ta
 from pydantic_ai.tools import RunContext
+from pydantic_core import from_json
 
 from . import _core
 from ._codeact import codeact_eligible
 from ._directory import Directory, Member
+from ._messages import cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
 
-__all__ = ('run_search', 'entry_for')
+__all__ = ('run_search', 'entry_for', 'entry_json', 'entry_size')
+
+MAX_QUERY_BYTES: int = _core.MAX_QUERY_BYTES
 
 
 def entry_for(member: Member, instructions: list[str], codeact_eligible: bool = False) -> dict[str, Any]:
@@ -33,31 +37,78 @@ def entry_for(member: Member, instructions: list[str], codeact_eligible: bool = 
     }
 
 
-def entry_size(entry: dict[str, Any]) -> int:
-    """UTF-8 bytes of the entry as Pydantic AI serializes tool returns for the model (`tool_return_ta`).
+def entry_json(entry: dict[str, Any]) -> bytes:
+    """The entry as the UTF-8 JSON Pydantic AI sends the model for a tool return (`tool_return_ta`).
 
     Raises:
         pydantic_core.PydanticSerializationError: the entry cannot be JSON (a circular or more than ~250-deep
-            schema, a lone surrogate, an object JSON cannot represent); `_sized` turns that into a message.
+            schema, a lone surrogate, an object JSON cannot represent); `_serialized` turns that into a message.
     """
-    return len(tool_return_ta.dump_json(entry, by_alias=True))
+    return tool_return_ta.dump_json(entry, by_alias=True)
 
 
-def _sized(entry: dict[str, Any]) -> int | str:
-    """`entry_size(entry)`, or the reason (cut to 200 characters) why the entry cannot be serialized at all."""
+def entry_size(entry: dict[str, Any]) -> int:
+    """UTF-8 bytes of the entry as Pydantic AI serializes tool returns for the model (see `entry_json`)."""
+    return len(entry_json(entry))
+
+
+def _serialized(entry: dict[str, Any]) -> bytes | str:
+    """`entry_json(entry)`, or the reason (cut to 200 characters) why the entry cannot be serialized at all."""
     try:
-        return entry_size(entry)
-    except (ValueError, TypeError, RecursionError) as e:  # PydanticSerializationError is a ValueError
-        reason = str(e).removeprefix('Error serializing to JSON: ')
-        return reason if len(reason) <= 200 else reason[:197] + '...'
+        return entry_json(entry)
+    except Exception as e:  # PydanticSerializationError (a ValueError), RecursionError, a failing custom serializer
+        return cut(str(e).removeprefix('Error serializing to JSON: '), 200)
 
 
-def _check_group(directory: Directory, group: str | None, runtime: ProxyRuntime) -> None:
+def _check_group(directory: Directory, group: str | None) -> None:
     if group is not None and group not in directory.groups:
-        raise ModelRetry(
-            f'Unknown group {group!r}. Current groups: {", ".join(directory.groups) or "(none)"}. '
+        raise retry(
+            f'Unknown group {shown(group)}. Current groups: {listing(directory.groups)}. '
             f'Pick one of them, or omit `group` to search all groups.'
         )
+
+
+def _check_query(query: object) -> str:
+    """The query, once it is a string of at most `MAX_QUERY_BYTES` UTF-8 bytes.
+
+    Raises:
+        ModelRetry: not a string, or too long (the cap keeps one search short on the event loop's thread).
+    """
+    if not isinstance(query, str):
+        raise retry('`query` must be a string of keywords (or "" to browse).')
+    size = len(query) if query.isascii() else len(query.encode('utf-8', 'surrogatepass'))
+    if size > MAX_QUERY_BYTES:
+        raise retry(
+            f'`query` is {size} bytes; at most {MAX_QUERY_BYTES} bytes are searched. Search with a few keywords '
+            'naming the action and the object (5-20 words), e.g. "customer name".'
+        )
+    return query
+
+
+def _oversized(entry: dict[str, Any], size: int, page_bytes: int, offset: int, budget: int) -> ToolFailed:
+    """The failure for an entry that cannot fit alone in a page of `budget` bytes (it needs `page_bytes`).
+
+    Names the source instructions as the cause when the entry would fit without them: then every entry of the
+    group is too large, and the group's instructions are what to shorten. The text keeps the phrase
+    `tool <tool> in group <group> is <size> bytes`, which `toolproxy check` reads (`cli._problems.parse_oversized`).
+    """
+    tool, group = shown(entry['tool'], 200), shown(entry['group'], 200)
+    instructions = entry['instructions']
+    if instructions:
+        alone = _core.plan_page([entry_size({**entry, 'instructions': []})], offset + 1, offset, budget)[0]
+        if alone:
+            instruction_bytes = size - entry_size({**entry, 'instructions': []})
+            return failed(
+                f'The entry of tool {tool} in group {group} is {size} bytes, {instruction_bytes} of them the source '
+                f'instructions of group {group}, which every entry of that group carries: with them it cannot fit in '
+                f'one search page (it needs {page_bytes} bytes, budget {budget} bytes). Search other groups, and ask '
+                'the host to shorten the instructions of that group or to raise max_search_bytes.'
+            )
+    return failed(
+        f'The schema of tool {tool} in group {group} is {size} bytes, which cannot fit in one search page (it needs '
+        f'{page_bytes} bytes, budget {budget} bytes). It cannot be used through the proxy; search with '
+        f'offset={offset + 1} to skip it, and ask the host to expose it directly or simplify its schema.'
+    )
 
 
 async def run_search(
@@ -70,26 +121,32 @@ async def run_search(
 ) -> dict[str, Any]:
     """Rank the current step's members for `query` and return one page `{tools, total, next_offset}`.
 
+    The page's entries are decoded from the JSON that was measured, so the page the model receives is exactly
+    the one planned and holds no reference to a host's schema objects: a schema edited in place later does not
+    change a page already returned. An `offset` at or past `total` (a stale `next_offset`) returns the empty
+    page `{"tools": [], "total": N, "next_offset": null}`.
+
     Raises:
-        ModelRetry: unknown group, a `limit` outside 1..max_results, or a negative offset.
-        ToolFailed: an entry that cannot fit into `max_search_bytes` on its own (names group, tool, size, budget), or
-            one that cannot be serialized as JSON at all (circular or too deeply nested schema; names group and tool).
-            Either only when it would start the page: otherwise the page ends before it.
+        ModelRetry: unknown group, a `limit` outside 1..max_results, a negative offset, or a query that is not a
+            string or longer than `MAX_QUERY_BYTES`.
+        ToolFailed: an entry that cannot fit into `max_search_bytes` on its own (names group, tool, size, budget, and
+            the group's instructions when they are the cause), or one that cannot be serialized as JSON at all
+            (circular or too deeply nested schema; names group and tool). Either only when it would start the
+            page: otherwise the page ends before it.
     """
     config = runtime.config
     directory = runtime.directory(ctx)
-    if not isinstance(query, str):
-        raise ModelRetry('`query` must be a string of keywords (or "" to browse).')
-    _check_group(directory, group, runtime)
+    query = _check_query(query)
+    _check_group(directory, group)
     if limit is None:
         limit = config.default_limit
     if limit < 1 or limit > config.max_results:
-        raise ModelRetry(
-            f'`limit` must be between 1 and {config.max_results}; got {limit}. '
+        raise retry(
+            f'`limit` must be between 1 and {config.max_results}; got {shown(limit)}. '
             f'Omit it for pages of {config.default_limit}, and page with `offset`.'
         )
     if offset < 0:
-        raise ModelRetry(f'`offset` must be 0 or a `next_offset` from an earlier search; got {offset}.')
+        raise retry(f'`offset` must be 0 or a `next_offset` from an earlier search; got {shown(offset)}.')
     groups = [group] if group is not None else None
     cache = runtime.search_index
     with cache.lock:
@@ -99,7 +156,7 @@ async def run_search(
             total, keys = cache.index.search(query, groups, offset, limit)
         except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
             cache.reset()
-            raise ToolFailed(f'Search failed inside the ToolProxy core ({e}); the index was rebuilt, search again.') from e
+            raise failed(f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.') from e
     include = runtime.instructions_enabled(ctx)
     instructions: dict[str, list[str]] = {}
     entries: list[dict[str, Any]] = []
@@ -109,25 +166,19 @@ async def run_search(
         if member.group not in instructions:
             instructions[member.group] = await member.toolset.source_instructions(ctx) if include else []
         entries.append(entry_for(member, instructions[member.group], codeact_eligible(ctx, key, member.tool)))
-    measured = [_sized(e) for e in entries]
-    broken = next((i for i, m in enumerate(measured) if isinstance(m, str)), None)
+    serialized = [_serialized(e) for e in entries]
+    broken = next((i for i, m in enumerate(serialized) if isinstance(m, str)), None)
     if broken == 0:
         first = entries[0]
-        raise ToolFailed(
-            f'The entry of tool {first["tool"]!r} in group {first["group"]!r} cannot be sent as JSON ({measured[0]}), '
-            f'so search cannot show its schema; search with offset={offset + 1} to skip it, and ask the host to fix '
-            'its schema or expose it directly.'
+        raise failed(
+            f'The entry of tool {shown(first["tool"])} in group {shown(first["group"])} cannot be sent as JSON '
+            f'({serialized[0]!s}), so search cannot show its schema; search with offset={offset + 1} to skip it, and '
+            'ask the host to fix its schema or expose it directly.'
         )
     if broken is not None:  # the page ends before it; the search that starts at it explains
-        entries = entries[:broken]
-    sizes: list[int] = measured[: len(entries)]  # type: ignore[assignment]
-    try:
-        count, next_offset, _size = _core.plan_page(sizes, total, offset, config.max_search_bytes)
-    except ValueError:
-        first = entries[0]
-        raise ToolFailed(
-            f'The schema of tool {first["tool"]!r} in group {first["group"]!r} is {sizes[0]} bytes, which cannot fit '
-            f'in one search page (budget {config.max_search_bytes} bytes). It cannot be used through the proxy; '
-            f'search with offset={offset + 1} to skip it, and ask the host to expose it directly or simplify its schema.'
-        ) from None
-    return {'tools': entries[:count], 'total': total, 'next_offset': next_offset}
+        serialized = serialized[:broken]
+    encoded: list[bytes] = serialized  # type: ignore[assignment]
+    count, next_offset, page_bytes = _core.plan_page([len(b) for b in encoded], total, offset, config.max_search_bytes)
+    if count == 0 and encoded:
+        raise _oversized(entries[0], len(encoded[0]), page_bytes, offset, config.max_search_bytes)
+    return {'tools': [from_json(b) for b in encoded[:count]], 'total': total, 'next_offset': next_offset}

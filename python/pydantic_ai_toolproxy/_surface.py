@@ -53,11 +53,9 @@ class ProxySurfaceToolset(CombinedToolset[AgentDepsT]):
         """
         merged: dict[str, ToolsetTool[AgentDepsT]] = {}
         for toolset, tools in zip(self.toolsets, listed):
-            if self._routes_itself(toolset):
-                before = len(merged)
+            if self._routes_itself(toolset) and merged.keys().isdisjoint(tools):
                 merged.update(tools)
-                if len(merged) == before + len(tools):
-                    continue
+                continue
             # A name clash (rare): report it the way CombinedToolset does, naming both sides.
             for name, tool in tools.items():
                 existing = merged.get(name)

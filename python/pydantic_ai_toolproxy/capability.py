@@ -10,7 +10,7 @@ from typing import Any
 from pydantic_ai._instructions import AgentInstructions, normalize_instructions
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability, WrapperCapability
 from pydantic_ai.capabilities.abstract import RawToolArgs
-from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.exceptions import ModelRetry, UserError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
@@ -25,6 +25,7 @@ from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset
+from ._unknown import shorten_unknown_tool_retries
 from .config import ToolProxyConfig
 from .group import ToolProxyGroup
 
@@ -189,10 +190,36 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                         call_def = tool_def
                     continue
             kept.append(tool_def)
+        if search_def is None and not directory:
+            self._refuse_rewrapping(manager_tools)
         if directory.groups and search_def is not None and call_def is not None:
             kept.extend(advertised_controls(runtime, search_def, call_def, directory.groups))
         request_context.model_request_parameters = replace(params, function_tools=kept)
+        shorten_unknown_tool_retries(request_context.messages, runtime, directory, [t.name for t in kept])
         return request_context
+
+    def _refuse_rewrapping(self, tools: Mapping[str, Any]) -> None:
+        """Fail when a toolset wrapper re-owns the proxy's tools (e.g. Pydantic AI's `PrefixTools` around this
+        capability): its members would be offered to the model and run when called directly, and the controls would
+        see no groups. Called only when neither control nor any member reached the step under its own toolset.
+
+        Raises:
+            UserError: naming the wrapper.
+        """
+        for tool in tools.values():
+            toolset = tool.toolset
+            for _ in range(8):
+                inner = getattr(toolset, 'wrapped', None)
+                if inner is None:
+                    break
+                if isinstance(inner, ProxySurfaceToolset) and any(t is self._controls for t in inner.toolsets):
+                    raise UserError(
+                        f'{tool.toolset.label} wraps a ToolProxyCapability and re-owns its tools, so its grouped tools '
+                        'would be offered directly and its controls would see no groups. Do not wrap the proxy in '
+                        'PrefixTools or another renaming toolset: rename the controls with ToolProxyConfig(search_name=..., '
+                        'call_name=...) and prefix or rename the group sources themselves.'
+                    )
+                toolset = inner
 
     async def before_tool_validate(
         self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: RawToolArgs

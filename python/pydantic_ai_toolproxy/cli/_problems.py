@@ -57,31 +57,44 @@ class Problem:
 
 
 _QUOTED = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
-_OVERSIZED = re.compile(rf'tool (?P<tool>{_QUOTED}) in group (?P<group>{_QUOTED}) is (?P<size>\d+) bytes')
+_OVERSIZED = re.compile(
+    rf'tool (?P<tool>{_QUOTED}) in group (?P<group>{_QUOTED}) is (?P<size>\d+) bytes'
+    r'(?:, (?P<instructions>\d+) of them the source instructions)?'
+)
 
 
-def parse_oversized(message: str) -> tuple[str, str, int] | None:
-    """`(group, tool, entry bytes)` from the search control's failure for an entry that cannot fit a page."""
+def parse_oversized(message: str) -> tuple[str, str, int, int | None] | None:
+    """`(group, tool, entry bytes, bytes of the group's source instructions or None)` from the search control's
+    failure for an entry that cannot fit a page (`_search._oversized`); the instructions' bytes are given when the
+    entry would fit without them."""
     match = _OVERSIZED.search(message)
     if match is None:
         return None
-    return ast.literal_eval(match['group']), ast.literal_eval(match['tool']), int(match['size'])
+    instructions = int(match['instructions']) if match['instructions'] is not None else None
+    return ast.literal_eval(match['group']), ast.literal_eval(match['tool']), int(match['size']), instructions
 
 
-def oversized(group: str, tool: str, size: int, budget: int, members: int) -> Problem:
-    """Error: the entry of `tool` is `size` bytes and cannot fit a page of `budget` bytes.
+def oversized(group: str, tool: str, size: int, instructions: int | None, budget: int, members: int) -> Problem:
+    """Error: the entry of `tool` is `size` bytes and cannot fit a page of `budget` bytes; `instructions` is the
+    share of the group's source instructions when they are the cause (the entry would fit without them).
 
     `members` is the number of grouped tools: the largest `total` a search can report, which with the
     largest `next_offset` makes the largest page frame; the budget that frame needs around the entry is the fix."""
     total = max(members, 1)
-    try:
-        _, _, need = _core.plan_page([size], total, max(total - 2, 0), _core.MAX_SEARCH_BYTES)
-    except ValueError:
-        need = None
+    count, _, need = _core.plan_page([size], total, max(total - 2, 0), _core.MAX_SEARCH_BYTES)
     raise_budget = (
-        f', or raise max_search_bytes to at least {need:,}' if need is not None else
+        f', or raise max_search_bytes to at least {need:,}' if count else
         f' (it cannot fit even the largest budget, {_core.MAX_SEARCH_BYTES:,} bytes)'
     )
+    if instructions is not None:
+        return Problem(
+            'error', 'oversized', group, tool,
+            f'its search entry is {size:,} bytes, {instructions:,} of them the source instructions of group {group!r} '
+            f'that every entry of the group carries; max_search_bytes is {budget:,}, so every search that reaches '
+            'the group\'s tools fails',
+            f'shorten the instructions of the group\'s source{raise_budget}',
+            size=size,
+        )
     return Problem(
         'error', 'oversized', group, tool,
         f'its search entry is {size:,} bytes; max_search_bytes is {budget:,}, so every search that reaches it fails',

@@ -1,0 +1,352 @@
+"""The model cannot break a run: one regression test per defect class of the model-facing surface.
+
+Each test drives a real `Agent` with a scripted `FunctionModel` and checks what the model receives: a page, or a
+retry or failure whose text says what to do next and stays within `_messages.MAX_MESSAGE_CHARS`; never an
+exception out of the run (except Pydantic AI's own `UsageLimitExceeded` / `UnexpectedModelBehavior`, where a run
+without the proxy ends the same way).
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from conftest import Script, last_return, page_of, returns
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import PrefixTools
+from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded, UserError
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.tools import RunContext, ToolDefinition
+from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.usage import UsageLimits
+
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
+from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
+
+pytestmark = pytest.mark.anyio
+
+SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+BOUND = MAX_MESSAGE_CHARS * 4  # UTF-8 bytes of a bounded message, at most
+RAN: list[str] = []
+
+
+def numbered(n: int, prefix: str = 'tool_number') -> FunctionToolset[Any]:
+    toolset: FunctionToolset[Any] = FunctionToolset()
+    for i in range(n):
+
+        def run(x: int = 0, _i: int = i) -> str:
+            RAN.append(f'{prefix}_{_i}')
+            return f'{prefix}_{_i}:{x}'
+
+        toolset.add_function(run, name=f'{prefix}_{i}', description=f'Numbered tool {i} of {prefix}.')
+    return toolset
+
+
+def proxy(n: int = 20, **config: Any) -> ToolProxyCapability[Any]:
+    return ToolProxyCapability(
+        groups={'g': ToolProxyGroup(source=numbered(n), description='Numbered tools')},
+        config=ToolProxyConfig(**config),
+    )
+
+
+def texts(messages: Any) -> list[str]:
+    """What the model received for each tool return, as text (a retry's or failure's own text, unescaped)."""
+    return [p.content if isinstance(p.content, str) else p.model_response_str() for p in returns(messages)]
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    RAN.clear()
+
+
+# --- 1. model output never ends the run with an exception
+
+
+@pytest.mark.parametrize('query, offset', [('numbered', 10_000), ('zzzz-no-hit', 1), ('', 10**30), ('numbered', 20)])
+async def test_an_offset_past_total_returns_the_empty_page(query: str, offset: int) -> None:
+    script = Script([[(SEARCH, {'query': query, 'offset': offset})]])
+    result = await Agent(script.model, capabilities=[proxy()]).run('go')
+    page = page_of(last_return(result.all_messages(), SEARCH))
+    assert page['tools'] == [] and page['next_offset'] is None
+    assert page['total'] == (0 if query == 'zzzz-no-hit' else 20)
+
+
+async def test_a_stale_next_offset_after_the_tools_shrank_returns_the_empty_page() -> None:
+    sizes = iter([20, 3])
+
+    async def shrink(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        return defs[: next(sizes, 3)]
+
+    capability = ToolProxyCapability(
+        groups={'g': ToolProxyGroup(source=numbered(20).prepared(shrink), description='Numbered tools')}
+    )
+    script = Script([[(SEARCH, {'query': 'numbered', 'limit': 5})], [(SEARCH, {'query': 'numbered', 'offset': 5})]])
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    first, second = [page_of(p) for p in returns(result.all_messages())]
+    assert first['next_offset'] == 5 and second == {'tools': [], 'total': 3, 'next_offset': None}
+
+
+async def test_arguments_nested_thousands_deep_get_a_retry() -> None:
+    deep = '[' * 5_000 + ']' * 5_000
+    script = Script([
+        [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': deep})],
+        [(CALL, {'group': 'g', 'tool': 'tool_number_2', 'arguments': json.dumps({'x': '{' * 3})})],
+        [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': '{"x": ' * 150 + '1' + '}' * 150})],
+    ])
+    result = await Agent(script.model, capabilities=[proxy()]).run('go')
+    assert result.output == 'done' and RAN == []
+    said = texts(result.all_messages())
+    assert len(said) == 3 and all(len(t.encode()) <= BOUND for t in said)
+    assert 'not valid JSON' in said[0] and 'levels deep' in said[2]
+
+
+# --- 2. tool_calls_limit counts every call of the response
+
+
+async def test_tool_calls_limit_counts_the_calls_after_the_envelope() -> None:
+    def direct() -> str:
+        """An ungrouped tool."""
+        RAN.append('direct')
+        return 'ok'
+
+    script = Script([[(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {}}), ('direct', {})]])
+    agent = Agent(script.model, tools=[direct], capabilities=[proxy()])
+    with pytest.raises(UsageLimitExceeded):
+        await agent.run('go', usage_limits=UsageLimits(tool_calls_limit=2))
+    assert RAN == []  # neither the target nor the later direct call ran
+
+
+async def test_tool_calls_limit_lets_a_batch_that_fits_run() -> None:
+    def direct() -> str:
+        """An ungrouped tool."""
+        RAN.append('direct')
+        return 'ok'
+
+    script = Script([[(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {}}), ('direct', {})]])
+    agent = Agent(script.model, tools=[direct], capabilities=[proxy()])
+    result = await agent.run('go', usage_limits=UsageLimits(tool_calls_limit=3))
+    assert RAN == ['tool_number_1', 'direct'] and result.usage.tool_calls == 3
+
+
+# --- 3. unknown tool names get a short retry, not the catalogue
+
+
+async def test_an_unknown_name_gets_a_short_retry_naming_the_envelope() -> None:
+    script = Script([[('tool_number_4', {'x': 1}), ('tool_numbr_5', {}), ('no_such_thing', {})]])
+    result = await Agent(script.model, capabilities=[proxy(10_000)]).run('go')
+    said = texts(result.all_messages())
+    assert all(len(t.encode()) <= BOUND for t in said), [len(t) for t in said]
+    assert '"group": "g", "tool": "tool_number_4"' in said[0]
+    assert '"tool": "tool_number_5"' in said[1]
+    assert SEARCH in said[2] and 'tool_number_9999' not in said[2]
+    assert RAN == []
+
+
+async def test_a_rewritten_retry_stays_short_in_later_requests() -> None:
+    sent: list[int] = []
+
+    def measure(messages: Any, info: Any) -> str:
+        # The whole history as this (third) request sends it: the first retry is still the short one.
+        sent.extend(len(p.model_response_str()) for p in returns(messages))
+        return 'done'
+
+    script = Script([[('tool_number_4', {})], [(SEARCH, {'query': 'numbered', 'limit': 1})], measure])
+    await Agent(script.model, capabilities=[proxy(2_000)]).run('go')
+    assert len(sent) == 2 and sent[0] < 1_000
+
+
+# --- 4. queries are bounded
+
+
+async def test_a_query_over_the_cap_gets_a_retry() -> None:
+    script = Script([[(SEARCH, {'query': 'word ' * 2_000})], [(SEARCH, {'query': 'numbered ' * 100})]])
+    result = await Agent(script.model, capabilities=[proxy()]).run('go')
+    refused, fine = returns(result.all_messages())
+    assert refused.outcome == 'retried' and f'at most {_core.MAX_QUERY_BYTES} bytes' in refused.model_response_str()
+    assert len(refused.model_response_str()) < 1_000
+    assert page_of(fine)['total'] == 20
+
+
+# --- 5. clashes between toolset-sourced groups fail preparation, naming both sides
+
+
+async def test_canonical_name_clash_between_toolset_groups_is_a_user_error() -> None:
+    ops, ops_ = FunctionToolset(), FunctionToolset()
+    ops.add_function(lambda: 'a', name='_purge', description='Purge a.')
+    ops_.add_function(lambda: 'b', name='purge', description='Purge b.')
+    capability = ToolProxyCapability(
+        groups={'ops': ToolProxyGroup(source=ops, description='Ops'), 'ops_': ToolProxyGroup(source=ops_, description='Ops 2')}
+    )
+    with pytest.raises(UserError) as raised:
+        await Agent(Script(['x']).model, capabilities=[capability]).run('go')
+    assert "'ops'" in str(raised.value) and "'ops_'" in str(raised.value) and 'ops___purge' in str(raised.value)
+
+
+async def test_member_named_like_a_control_is_a_user_error() -> None:
+    crm = FunctionToolset()
+    crm.add_function(lambda: 'a', name='find', description='Find.')
+    capability = ToolProxyCapability(
+        groups={'crm': ToolProxyGroup(source=crm, description='CRM')}, config=ToolProxyConfig(search_name='crm__find')
+    )
+    with pytest.raises(UserError) as raised:
+        await Agent(Script(['x']).model, capabilities=[capability]).run('go')
+    assert 'crm__find' in str(raised.value) and 'controls' in str(raised.value)
+
+
+# --- 6. host data that direct installation tolerates
+
+
+class Unequal:
+    """A value whose `==` raises, as a numpy array's truth value does."""
+
+    def __eq__(self, other: object) -> bool:
+        raise ValueError('The truth value of an array with more than one element is ambiguous.')
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return 'Unequal()'
+
+
+@pytest.mark.parametrize('value', [Decimal('sNaN'), Unequal()], ids=['decimal-snan', 'raising-eq'])
+async def test_a_schema_value_whose_comparison_raises_is_treated_as_changed(value: object) -> None:
+    async def rebuild(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        # A fresh schema every step, holding a value whose `==` raises.
+        return [
+            ToolDefinition(
+                name=d.name,
+                description=d.description,
+                parameters_json_schema={'type': 'object', 'properties': {'x': {'type': 'integer', 'default': value}}},
+            )
+            for d in defs
+        ]
+
+    capability = ToolProxyCapability(
+        groups={'g': ToolProxyGroup(source=numbered(3).prepared(rebuild), description='Numbered')}
+    )
+    script = Script([[(SEARCH, {'query': 'numbered'})], [(SEARCH, {'query': 'numbered 2'})], [(CALL, {'group': 'g', 'tool': 'tool_number_2', 'arguments': {'x': 4}})]])
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    assert result.output == 'done' and RAN == ['tool_number_2']
+
+
+class AttrDict(dict):  # type: ignore[type-arg]
+    __getattr__ = dict.__getitem__
+
+
+async def test_attribute_dict_deps_work() -> None:
+    script = Script([[(SEARCH, {'query': 'numbered'})]])
+    agent = Agent(script.model, deps_type=AttrDict, capabilities=[proxy()])
+    result = await agent.run('go', deps=AttrDict(user='ada'))
+    assert page_of(last_return(result.all_messages(), SEARCH))['total'] == 20
+
+
+async def test_prefix_tools_around_the_proxy_fails_at_preparation() -> None:
+    agent = Agent(Script(['x']).model, capabilities=[PrefixTools(wrapped=proxy(), prefix='ns')])
+    with pytest.raises(UserError, match='PrefixTools'):
+        await agent.run('go')
+
+
+# --- 7. envelope refusals are charged to the target they name
+
+
+async def test_two_typos_in_two_tool_names_do_not_end_the_run() -> None:
+    script = Script([
+        [(CALL, {'group': 'g', 'tool': 'tool_nmber_1', 'arguments': {}})],
+        [(CALL, {'group': 'g', 'tool': 'tool_nmber_2', 'arguments': {}})],
+        [(CALL, {'group': 'gg', 'tool': 'tool_number_3', 'arguments': {}})],
+        [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': [1]})],
+        [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': {}})],
+    ])
+    result = await Agent(script.model, capabilities=[proxy()]).run('go')
+    assert result.output == 'done' and RAN == ['tool_number_3']
+    assert [p.outcome for p in returns(result.all_messages())] == ['retried'] * 4 + ['success']
+
+
+async def test_the_same_mistake_twice_ends_the_run_as_without_the_proxy() -> None:
+    script = Script([[(CALL, {'group': 'g', 'tool': 'tool_nmber_1', 'arguments': {}})]] * 3)
+    with pytest.raises(UnexpectedModelBehavior, match='exceeded max retries'):
+        await Agent(script.model, capabilities=[proxy()]).run('go')
+
+
+async def test_testmodel_needs_call_tools_set_to_the_search_control() -> None:
+    """Pydantic AI's `TestModel` calls every offered tool with generated arguments and repeats a refused call: an
+    envelope naming a tool `'a'` that no group has is refused twice, which ends the run as the same mistake against
+    a directly installed tool would. `TestModel(call_tools=['search_proxy_tools'])` (the testing section of the
+    docs) runs a search and completes."""
+    with pytest.raises(UnexpectedModelBehavior, match="'g__a'"):
+        await Agent(TestModel(), capabilities=[proxy()]).run('go')
+    result = await Agent(TestModel(call_tools=[SEARCH]), capabilities=[proxy()]).run('go')
+    assert [p.outcome for p in returns(result.all_messages())] == ['success']
+    assert result.output
+
+
+# --- 8. message hygiene
+
+
+async def test_model_values_are_not_echoed_whole() -> None:
+    huge = 'x' * 100_000
+    script = Script([
+        [(SEARCH, {'query': 'numbered', 'group': huge})],
+        [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {huge: 1}})],
+        [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {}, huge: 1})],
+        [(CALL, {'group': huge, 'tool': huge, 'arguments': {}})],
+        [(CALL, {'group': 'g', 'tool': huge, 'arguments': {}})],
+    ])
+    strict = FunctionToolset()
+
+    def tool_number_1(x: int = 0) -> str:
+        return 'ran'
+
+    strict.add_function(tool_number_1, description='Strict.')
+    capability = ToolProxyCapability(groups={'g': ToolProxyGroup(source=strict, description='Strict')})
+    result = await Agent(script.model, capabilities=[capability], retries=10).run('go')
+    said = texts(result.all_messages())
+    assert len(said) == 5
+    assert all(len(t.encode()) <= BOUND for t in said), [len(t) for t in said]
+
+
+async def test_close_names_come_from_the_named_group_only() -> None:
+    ops, ops_ = FunctionToolset(), FunctionToolset()
+    ops.add_function(lambda: 'a', name='restart', description='Restart.')
+    ops_.add_function(lambda: 'b', name='_purge_all', description='Purge.')
+    capability = ToolProxyCapability(
+        groups={'ops': ToolProxyGroup(source=ops, description='Ops'), 'ops_': ToolProxyGroup(source=ops_, description='Ops 2')}
+    )
+    script = Script([[(CALL, {'group': 'ops', 'tool': '_purge_al', 'arguments': {}})]])
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    said = texts(result.all_messages())[0]
+    assert 'has no tool' in said and '_purge_all' not in said and 'purge_all' not in said
+
+
+async def test_instructions_that_no_page_can_hold_are_named_as_the_cause() -> None:
+    chatty = FunctionToolset(instructions='Read this first. ' * 2_000)
+    chatty.add_function(lambda: 'a', name='small_tool', description='A small tool.')
+    capability = ToolProxyCapability(groups={'docs': ToolProxyGroup(source=chatty, description='Docs')})
+    script = Script([[(SEARCH, {'query': 'small'})]])
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    part = last_return(result.all_messages(), SEARCH)
+    text = part.model_response_str()
+    assert part.outcome == 'failed' and 'source instructions of group' in text and 'simplify its schema' not in text
+
+
+async def test_a_returned_page_does_not_change_when_the_host_edits_a_schema() -> None:
+    schema: dict[str, Any] = {'type': 'object', 'properties': {'x': {'type': 'integer'}}}
+    toolset = FunctionToolset()
+    toolset.add_function(lambda x=0: x, name='edit_me', description='A tool whose schema the host edits.')
+
+    async def same_schema(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        return [ToolDefinition(name=d.name, description=d.description, parameters_json_schema=schema) for d in defs]
+
+    capability = ToolProxyCapability(groups={'g': ToolProxyGroup(source=toolset.prepared(same_schema), description='G')})
+
+    def edit(messages: Any, info: Any) -> str:
+        schema['properties']['x']['description'] = 'y' * 10_000  # in place, after the page was returned
+        return 'done'
+
+    script = Script([[(SEARCH, {'query': 'edit'})], edit])
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    part: ToolReturnPart = last_return(result.all_messages(), SEARCH)
+    assert 'yyyy' not in part.model_response_str()
