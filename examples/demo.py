@@ -9,7 +9,7 @@ proxy versus with every tool offered directly.
     python examples/demo.py                      # scripted model, 24 BFCL requests + MCP + ungrouped
     python examples/demo.py --requests 100       # more BFCL requests
     python examples/demo.py --model openai:gpt-5 # a real model: its provider package and API key
-    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 python examples/demo.py --model openai:NAME  # a compatible server
+    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 python examples/demo.py --model openai-chat:NAME  # a Chat Completions server
 """
 
 from __future__ import annotations
