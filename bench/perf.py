@@ -10,11 +10,15 @@ natural-language BFCL questions:
 - a13n-harness 0.21 ToolSearch ranking (`a13n_harness.toolsets.tool_search._search_matches`, which rebuilds
   its directory and re-tokenizes every definition per search);
 - Pydantic AI's local tool-search fallback (`pydantic_ai.toolsets._tool_search.keywords_search_fn`);
-- bm25s (BM25 over name + description + parameter names).
+- bm25s (BM25 over name + description + parameter names);
+- what a user pays per step with a real provider client (`bench/real_client.py`, issue 15): Pydantic AI's
+  `OpenAIChatModel` (and `AnthropicModel` up to 10,000 tools) over real HTTP against the scripted loopback server
+  of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy.
 
 Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-setup`). Prints Markdown tables
 of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
-Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip agent per-step timing).
+Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip the FunctionModel per-step
+timing), `--only real-client` (only the real-client table), `--skip-real-client`.
 """
 
 from __future__ import annotations
@@ -43,11 +47,31 @@ from pydantic_ai_toolproxy import _core  # noqa: E402
 from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
 
 from agent_steps import capability_agents, own_work_per_step, request_bytes, search_call_times, step_times, toolsets  # noqa: E402
+import real_client  # noqa: E402
+from loopback_llm import LoopbackServer  # noqa: E402
 
 FEW = 3
 """Queries of each kind the pure-Python references run at 100,000 tools (one a13n question takes seconds)."""
 PER_STEP = 5
 """Keyword queries and questions each searched as the only search of a step (a 100,000-tool step takes seconds)."""
+ANTHROPIC_UP_TO = 10_000
+"""Largest corpus the real-client table also measures with `AnthropicModel` (its direct steps take seconds beyond)."""
+
+
+def real_client_plan(n: int, quick: bool, provider: str) -> dict[str, Any]:
+    """Runs of each real-client row at `n` tools (see REAL_CLIENT_PLAN): every direct step carries all `n` definitions,
+    which at 100,000 tools takes many seconds of CPU."""
+    if n <= 1_000:
+        return {'runs': 2 if quick else 5}
+    if n <= 10_000:
+        return {'runs': 1 if quick or provider == 'anthropic' else 2}
+    return {'runs': 1, 'warm_up': [real_client.PROXY], 'text_only': [real_client.DIRECT, real_client.TOOL_SEARCH]}
+
+
+REAL_CLIENT_PLAN = ('Runs: 5 at 1,000 tools (2 with --quick); at 10,000, 2 for OpenAI and 1 for Anthropic (1 with --quick); at '
+                    '100,000 one each: the direct and ToolSearch rows run a single text step (no tool called, no warm-up '
+                    'run; every step of theirs carries the same definitions), so their per-task figures are missing (—) or '
+                    'estimated (≈: two direct steps); ToolProxy runs one task after a warm-up run that builds its index.')
 
 
 # --------------------------------------------------------------------------- corpus
@@ -251,8 +275,13 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--sizes', default='1000,10000,100000')
     parser.add_argument('--quick', action='store_true', help='fewer repetitions')
-    parser.add_argument('--skip-steps', action='store_true', help='skip the agent per-step overhead measurement')
+    parser.add_argument('--skip-steps', action='store_true', help='skip the FunctionModel per-step overhead measurement')
+    parser.add_argument('--only', choices=['real-client'], help='measure and print only this table')
+    parser.add_argument('--skip-real-client', action='store_true', help='skip the real-client step table')
     args = parser.parse_args()
+    only_real = args.only == 'real-client'
+    if only_real and args.skip_real_client:
+        parser.error('--only real-client and --skip-real-client exclude each other')
     sizes = [int(s) for s in args.sizes.split(',')]
     repeat = 1 if args.quick else 3
     started = time.perf_counter()
@@ -272,9 +301,25 @@ async def main() -> None:
     call_rows: list[list[str]] = []
     step_rows: list[list[str]] = []
     bytes_rows: list[list[str]] = []
+    real_rows: dict[str, list[list[str]]] = {provider: [] for provider in real_client.PROVIDERS}
     extra: list[str] = []
     for n in sizes:
         fns = corpus(n, base)
+
+        async def measure_real_client(sets: dict[str, FunctionToolset[Any]]) -> None:
+            with LoopbackServer() as server:
+                for provider in real_client.PROVIDERS:
+                    if provider == 'anthropic' and n > ANTHROPIC_UP_TO:
+                        continue
+                    samples = await real_client.measure(fns, server, provider=provider, sets=sets,
+                                                        **real_client_plan(n, args.quick, provider),
+                                                        progress=progress if n > 10_000 else None)
+                    real_rows[provider] += real_client.table_rows(n, samples)
+                    progress(f'measured real-client steps ({provider}) at {n:,} tools')
+
+        if only_real:
+            await measure_real_client(toolsets(fns))
+            continue
         core = CoreSearch(fns)
         index_rss = core.rss
         core.warm(kw + nl)
@@ -338,8 +383,20 @@ async def main() -> None:
             step_rows.append([f'{n:,}', fmt(d), fmt(c), fmt(p), f'{100 * (p - d) / d:+.1f}%', f'{100 * (p - c) / c:+.1f}%',
                               fmt(own), f'{100 * own / d:.1f}%'])
             progress(f'measured agent steps at {n:,} tools')
+        if not args.skip_real_client:
+            await measure_real_client(sets)  # last: the other measurements above run as before it existed
         del sets
 
+    if not args.skip_real_client:
+        print('\n## What a user pays per step: a real provider client against a loopback server\n')
+        for provider, rows in real_rows.items():
+            if rows:
+                print(f'### {real_client.PROVIDER_LABELS[provider]}\n')
+                print(table(real_client.HEADERS, rows))
+                print()
+        print(real_client.NOTE.format(anthropic_up_to=f'{ANTHROPIC_UP_TO:,}', plan=REAL_CLIENT_PLAN))
+    if only_real:
+        return
     print('\n## Ranking plus first page, per query\n')
     print(table(['tools', 'implementation', 'keyword query', 'natural-language question', 'ratio (kw)', 'ratio (NL)'], rank_rows))
     print('\nRatios: reference median / toolproxy median (higher = toolproxy faster). At 100,000 tools the Pydantic AI and '
@@ -354,10 +411,14 @@ async def main() -> None:
           "while a step is prepared, in ToolProxy's own per-step work); further searches: one step with 50 (25 of "
           'each), run sequentially.')
     if step_rows:
-        print('\n## Per-step CPU time: Pydantic AI alone vs. the same tools grouped by ToolProxy\n')
+        print('\n## Per-step CPU time with a `FunctionModel` (no request serialization): Pydantic AI alone vs. ToolProxy\n')
         print(table(['tools', 'toolsets= (direct)', 'capabilities=[Toolset(..)]', 'ToolProxy', 'vs toolsets=', 'vs capabilities=',
                      "ToolProxy's own work", 'own work / toolsets= step'], step_rows))
-        print('\nA step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process. '
+        print('\nNot what a user pays (see the real-client table above for that): a `FunctionModel` never serializes tool '
+              'definitions, so these steps leave out the request a provider client builds, and Pydantic AI\'s own per-tool '
+              'copy of every capability-contributed tool (`CapabilityOwnedToolset`) dominates the difference between the '
+              'columns. The table is kept so that a regression in ToolProxy\'s own per-step work still shows. '
+              'A step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process. '
               "ToolProxy's own work is timed inside proxy runs whose first call is a search: wrapping each source listing "
               'into members, merging, the directory, keeping the index in sync, hiding members from the request, the '
               'guidance instruction and the direct-call guard. The rest of '
