@@ -167,7 +167,7 @@ async def main() -> None:
     reqs = requests(args.requests)
     groups = make_groups()
     total_tools = sum(len(ts.tools) for ts, _ in bfcl_toolsets().values())
-    print(f'{total_tools} BFCL tools in {len(groups) - 1} groups + MCP group "notes" (stdio) + 1 ungrouped tool\n')
+    print(f'{total_tools:,} BFCL tools in {len(groups) - 1} groups + MCP group "notes" (stdio) + 1 ungrouped tool\n')
 
     scripted = ScriptedModel({r.prompt: r for r in reqs})
     model = model or FunctionModel(scripted)
