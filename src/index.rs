@@ -42,7 +42,7 @@
 //! `index/ranking.rs` computes the requested window without scoring every match: documents that cannot
 //! reach it are pruned by upper bounds, which never changes the result.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::terms::{is_stopword, Dictionary};
@@ -247,6 +247,7 @@ pub fn collect_parameter_text<N: SchemaNode>(root: N) -> ParameterText {
 type FastState = foldhash::fast::FixedState;
 
 type FxMap<K, V> = HashMap<K, V, FastState>;
+type FxSet<K> = HashSet<K, FastState>;
 
 /// FNV-1a over the record content, to skip re-indexing unchanged records.
 fn fingerprint(record: &Record) -> u64 {
@@ -379,7 +380,7 @@ impl Posting {
 
     /// Term frequency per field.
     #[inline]
-    fn tf(&self) -> [u16; FIELDS] {
+    fn tf(self) -> [u16; FIELDS] {
         let packed = self.packed_tf;
         std::array::from_fn(|field| (packed >> (3 * field)) & 7)
     }
@@ -725,13 +726,13 @@ impl SearchIndex {
             }
             allowed
         });
-        let mut distinct: FxMap<String, ()> = FxMap::default();
+        let mut distinct: FxSet<String> = FxSet::default();
         let mut tokens: Vec<QueryToken<'_>> = Vec::new();
         for_each_token(query, |token| {
-            if distinct.contains_key(token) {
+            if distinct.contains(token) {
                 return;
             }
-            distinct.insert(token.to_owned(), ());
+            distinct.insert(token.to_owned());
             let term = self.terms.get(token);
             let stopword = is_stopword(token);
             tokens.push(QueryToken {
@@ -873,7 +874,7 @@ mod tests {
         limit: usize,
     ) -> (usize, Vec<String>) {
         let (total, keys) = index.search(query, groups, offset, limit);
-        (total, keys.iter().map(|key| key.to_string()).collect())
+        (total, keys.iter().map(ToString::to_string).collect())
     }
 
     fn github_index() -> SearchIndex {
@@ -1521,7 +1522,7 @@ mod tests {
             let docs = 600 + round * 700;
             let records: Vec<Record> = (0..docs)
                 .map(|doc| {
-                    let name: Vec<&str> = (0..1 + next(3)).map(|_| word(&mut next)).collect();
+                    let name: Vec<&str> = (0..=next(3)).map(|_| word(&mut next)).collect();
                     let description: Vec<&str> =
                         (0..2 + next(10)).map(|_| word(&mut next)).collect();
                     let mut record = record(
@@ -1555,7 +1556,7 @@ mod tests {
                     );
                 }
             }
-            let [c, t] = ranking::PRUNED.with(|count| count.get());
+            let [c, t] = ranking::PRUNED.with(std::cell::Cell::get);
             (cuts, thresholds) = (c, t);
         }
         assert!(

@@ -4,6 +4,8 @@
 //! A grouped tool stays registered under its canonical name `group__tool`. Group names may not
 //! contain the separator, so the first `__` of a canonical name always ends the group part.
 
+use std::fmt::Write as _;
+
 use crate::{Error, Result};
 
 /// The pattern every group name must match (and, in addition, contain no `__`).
@@ -61,11 +63,11 @@ fn push_escaped(out: &mut String, c: char, quote_char: char) {
         c if is_invisible(c) => {
             let code = u32::from(c);
             if code <= 0xff {
-                out.push_str(&format!("\\x{code:02x}"));
+                let _ = write!(out, "\\x{code:02x}");
             } else if code <= 0xffff {
-                out.push_str(&format!("\\u{code:04x}"));
+                let _ = write!(out, "\\u{code:04x}");
             } else {
-                out.push_str(&format!("\\U{code:08x}"));
+                let _ = write!(out, "\\U{code:08x}");
             }
         }
         c => out.push(c),

@@ -315,7 +315,7 @@ mod tests {
                         build_page(&sizes[..plan.count], total, plan.next_offset).len() as u64
                     );
                     if plan.count < sizes.len() {
-                        let bigger = &sizes[..plan.count + 1];
+                        let bigger = &sizes[..=plan.count];
                         let size = build_page(bigger, total, next(plan.count + 1)).len() as u64;
                         prop_assert!(size > budget as u64);
                     }

@@ -221,14 +221,13 @@ impl<S: BuildHasher + Default> Dictionary<S> {
             return id;
         }
         let stem = term(token);
-        let class = match self.classes.get(stem.as_ref()) {
-            Some(&class) => class,
-            None => {
-                let class = self.members.len() as u32;
-                self.members.push(Vec::new());
-                self.classes.insert(Box::from(stem.as_ref()), class);
-                class
-            }
+        let class = if let Some(&class) = self.classes.get(stem.as_ref()) {
+            class
+        } else {
+            let class = self.members.len() as u32;
+            self.members.push(Vec::new());
+            self.classes.insert(Box::from(stem.as_ref()), class);
+            class
         };
         self.members[class as usize].push(id);
         self.class_of.push(class);

@@ -289,7 +289,7 @@ impl<'i> Scorer<'i> {
 
     /// BM25F: length-normalized, weighted field frequencies summed, then saturated (so a gain is
     /// always below `idf * (K1 + 1)`).
-    #[inline(always)]
+    #[inline]
     fn gain(&self, doc: u32, tf: [u16; FIELDS], idf: f32) -> f32 {
         let lens = &self.index.doc_lens[doc as usize];
         let mut sum = 0.0f32;
@@ -639,8 +639,7 @@ impl SearchIndex {
                     && 2 * remaining > touched.len()
                 {
                     checks += 1;
-                    known = self
-                        .threshold(&touched, exact, keep, query_tokens, scratch)
+                    known = Self::threshold(&touched, exact, keep, query_tokens, scratch)
                         .unwrap_or(known);
                 }
                 if reach < known {
@@ -656,7 +655,7 @@ impl SearchIndex {
         }
         if prune && (threshold.is_some() || touched.len() / 8 > keep) {
             // Scores grew since (or no threshold was needed yet): the survivors are fewer with it.
-            threshold = self.threshold(&touched, exact, keep, query_tokens, scratch);
+            threshold = Self::threshold(&touched, exact, keep, query_tokens, scratch);
         }
         let threshold = threshold.filter(|&threshold| threshold > 0.0);
         let deferred = &finding[cut..];
@@ -750,7 +749,6 @@ impl SearchIndex {
     /// (scores only grow as tokens are added, so the final `keep`-th best is at least this), or
     /// `None` with fewer such documents.
     fn threshold(
-        &self,
         touched: &[u32],
         exact: &[u32],
         keep: usize,

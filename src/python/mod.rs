@@ -11,7 +11,7 @@ use pyo3::types::PyString;
 use crate::{names, page};
 use convert::{guard, saturating_i64, text, value_error};
 
-/// Raise `ValueError` unless `name` is a valid ToolProxy group name.
+/// Raise `ValueError` unless `name` is a valid `ToolProxy` group name.
 #[pyfunction]
 fn validate_group_name(name: &Bound<'_, PyString>) -> PyResult<()> {
     guard(|| names::validate_group_name(&text(name)).map_err(value_error))
@@ -54,8 +54,7 @@ fn config_int(field: &str, value: &Bound<'_, PyAny>) -> PyResult<i64> {
             value
                 .get_type()
                 .name()
-                .map(|name| name.to_string())
-                .unwrap_or_else(|_| "an object".to_owned())
+                .map_or_else(|_| "an object".to_owned(), |name| name.to_string())
         ))),
     }
 }
