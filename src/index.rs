@@ -50,10 +50,12 @@ use crate::tokenize::for_each_token;
 
 mod by_hash;
 mod doc_name;
+mod group_text;
 mod postings;
 mod ranking;
 use by_hash::DocsByHash;
 use doc_name::{ByTool, DocName};
+use group_text::GroupTexts;
 use postings::PostingList;
 use ranking::QueryToken;
 
@@ -423,6 +425,8 @@ pub struct SearchIndex {
     group_ids: BTreeMap<Arc<str>, u32>,
     /// Per-record term frequencies, kept between `add_tokenized` calls so its table is allocated once.
     scratch_tfs: FxMap<u32, [u8; FIELDS]>,
+    /// Group descriptions, indexed once per group ([`group_text`]).
+    group_texts: GroupTexts,
 }
 
 impl SearchIndex {
@@ -449,6 +453,13 @@ impl SearchIndex {
             .filter(|(_, &alive)| alive)
             .map(|(doc, _)| Arc::from(doc.name.key()))
             .collect()
+    }
+
+    /// Sets the description of `group` (an empty text removes it): a field of every member of the
+    /// group, indexed once for the group (see [`group_text`]). A group may be described before or
+    /// after its members are added; the description outlives its members.
+    pub fn set_group_description(&mut self, group: &str, text: &str) {
+        self.group_texts.set(group, text);
     }
 
     /// Adds or replaces records by key. Unchanged records are left as they are.
@@ -762,13 +773,39 @@ impl SearchIndex {
             return self.browse(allowed, offset, limit);
         }
         let keep = offset.saturating_add(limit);
-        let (total, best) = self.score_query(&tokens, &exact, allowed, keep, prune);
+        let group_gains = self.group_gains(query);
+        let (total, best) = self.score_query(&tokens, &exact, allowed, keep, prune, &group_gains);
         let keys = best
             .iter()
             .skip(offset)
             .map(|candidate| Arc::from(self.docs[candidate.doc as usize].name.key()))
             .collect();
         (total, keys)
+    }
+
+    /// The group gain of each group for `query` (see [`group_text`]), by group id; empty when no
+    /// group description matches.
+    fn group_gains(&self, query: &str) -> Vec<[f32; 2]> {
+        if self.group_texts.is_empty() {
+            return Vec::new();
+        }
+        self.group_texts.gains(
+            query,
+            self.groups.len(),
+            |name| {
+                self.group_ids
+                    .get(name)
+                    .copied()
+                    .filter(|&id| !self.groups[id as usize].members.is_empty())
+            },
+            |id| self.groups[id as usize].members.len(),
+            |token| {
+                self.terms
+                    .get(token)
+                    .map_or(0, |term| self.postings[term as usize].as_slice().len())
+            },
+            self.live,
+        )
     }
 
     fn browse(
@@ -1537,6 +1574,13 @@ mod tests {
             let keys: Vec<String> = records.iter().map(|r| r.key.clone()).collect();
             index.upsert(records);
             index.remove(keys.iter().step_by(9 + round));
+            if round >= 2 {
+                // Group descriptions (a field of every member): g3 has none.
+                for group in ["g0", "g1", "g2"] {
+                    let text: Vec<&str> = (0..=next(6)).map(|_| word(&mut next)).collect();
+                    index.set_group_description(group, &text.join(" "));
+                }
+            }
             for query_number in 0..150 {
                 let length = 1 + next(8);
                 let mut query: Vec<&str> = (0..length).map(|_| word(&mut next)).collect();
@@ -1563,6 +1607,40 @@ mod tests {
             cuts > 50 && thresholds > 200,
             "pruning rarely ran: {cuts} cuts, {thresholds} thresholds"
         );
+    }
+
+    #[test]
+    fn group_descriptions_are_a_field_of_every_member() {
+        let mut index = SearchIndex::new();
+        index.set_group_description(
+            "web",
+            "Browser automation: open web pages and fill in forms",
+        );
+        index.upsert([
+            record("web", "navigate", "Go to a URL"),
+            record("web", "click", "Click an element"),
+            record("fs", "open_file", "Open a file"),
+            record("fs", "write_file", "Write a file"),
+        ]);
+        index.set_group_description("fs", "File system: read and write files on disk");
+        // Members found only through their group's description are matches.
+        assert_eq!(
+            search(&index, "browser automation", None, 0, 10),
+            (2, vec!["web__click".to_owned(), "web__navigate".to_owned()])
+        );
+        // The group's words decide between an own match elsewhere and the described group.
+        let (total, keys) = search(&index, "browser automation open a page", None, 0, 10);
+        assert_eq!(total, 3);
+        assert_eq!(keys[2], "fs__open_file", "{keys:?}");
+        // A description adds to members' own matches: `write` in both groups, `disk` in fs's text.
+        assert_eq!(
+            search(&index, "write to disk", None, 0, 1).1,
+            ["fs__write_file"]
+        );
+        // Group filters still apply; removing the description removes the field.
+        assert_eq!(search(&index, "browser", Some(&["fs"]), 0, 10).0, 0);
+        index.set_group_description("web", "");
+        assert_eq!(search(&index, "browser automation", None, 0, 10).0, 0);
     }
 
     #[test]

@@ -141,6 +141,12 @@ class SearchIndex:
     def remove(self, keys: list[str]) -> None:
         """Remove records by key; unknown keys are ignored."""
 
+    def set_group_description(self, group: str, text: str) -> None:
+        """Set the description of ``group`` (``""`` removes it): a field shared by the group's members, indexed
+        once for the group (no memory per member). A query's tokens found in it add the group's gain to every
+        member the query finds; a query that finds no member but matches descriptions browses the matching
+        groups' members, best group first. May be called before or after the group's records are added."""
+
     def keys(self) -> list[str]:
         """Return the live keys, in no particular order."""
 

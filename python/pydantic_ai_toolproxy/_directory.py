@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic_ai.tools import RunContext, ToolDefinition
@@ -193,8 +194,10 @@ class SearchIndexCache:
     between, so a search always ranks exactly the current step's members.
     """
 
-    def __init__(self) -> None:
-        self.index = _core.SearchIndex()
+    def __init__(self, descriptions: Mapping[str, str] | None = None) -> None:
+        self._descriptions = dict(descriptions or {})
+        """Group name -> description, a field of every member of the group (`SearchIndex.set_group_description`)."""
+        self.index = self._new_index()
         self.built = False
         """Whether a search has built the index (since the last `reset`); before that, nothing syncs it, so a run
         that never searches builds nothing."""
@@ -212,12 +215,18 @@ class SearchIndexCache:
     def reset(self) -> None:
         """Drop the index and start over with an empty one (after the core raised: its state is not trusted).
         Call with `lock` held; the next `sync` re-indexes the step's members."""
-        self.index = _core.SearchIndex()
+        self.index = self._new_index()
         self.built = False
         self.searched_by = None
         self._synced = {}
         self._synced_lists = ([], [], [], [])
         self._synced_directory = None
+
+    def _new_index(self) -> _core.SearchIndex:
+        index = _core.SearchIndex()
+        for group, description in self._descriptions.items():
+            index.set_group_description(group, description)
+        return index
 
     def keep_up(self, directory: Directory, run_id: str | None) -> None:
         """Sync the index to a new step's `directory` while the step is prepared, so that the step's searches rank

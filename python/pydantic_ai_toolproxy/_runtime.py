@@ -30,7 +30,7 @@ class ProxyRuntime:
 
     def __post_init__(self) -> None:
         self.directories = DirectoryCache(owner=self, group_order=self.group_order)
-        self.search_index = SearchIndexCache()
+        self.search_index = SearchIndexCache(self.descriptions)
 
     def directory(self, ctx: RunContext[Any]) -> Directory:
         """The current step's grouped directory (computed once per step)."""

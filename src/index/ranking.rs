@@ -545,14 +545,32 @@ impl SearchIndex {
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
+        group_gains: &[[f32; 2]],
     ) -> (usize, Vec<Candidate>) {
         SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scratch) => self.score(tokens, exact, allowed, keep, prune, &mut scratch),
-            Err(_) => self.score(tokens, exact, allowed, keep, prune, &mut Scratch::default()),
+            Ok(mut scratch) => self.score(
+                tokens,
+                exact,
+                allowed,
+                keep,
+                prune,
+                group_gains,
+                &mut scratch,
+            ),
+            Err(_) => self.score(
+                tokens,
+                exact,
+                allowed,
+                keep,
+                prune,
+                group_gains,
+                &mut Scratch::default(),
+            ),
         })
     }
 
     /// [`Self::score_query`] with `scratch`, which must be zeroed and is left zeroed.
+    #[allow(clippy::too_many_arguments)] // the query's parts, passed through from `score_query`
     fn score(
         &self,
         tokens: &[QueryToken<'_>],
@@ -560,9 +578,26 @@ impl SearchIndex {
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
+        group_gains: &[[f32; 2]],
         scratch: &mut Scratch,
     ) -> (usize, Vec<Candidate>) {
         scratch.fit(self.docs.len());
+        // The group gain of a document's group (group descriptions, see `group_text`), added to
+        // its score; the largest selectable one is part of every pruning bound.
+        let group_gain = |doc: u32| {
+            group_gains
+                .get(self.doc_group[doc as usize] as usize)
+                .copied()
+                .unwrap_or([0.0; 2])
+        };
+        // Component-wise maxima over the selectable groups: an upper bound of any one group's.
+        let max_group_gain = group_gains
+            .iter()
+            .enumerate()
+            .filter(|&(group, _)| allowed.is_none_or(|allowed| allowed[group]))
+            .fold([0.0f32; 2], |[gain, matched], (_, &[g, m])| {
+                [gain.max(g), matched.max(m)]
+            });
         let scorer = Scorer::new(self, allowed);
         let query_tokens = tokens.len().max(1) as f32;
         let upper =
@@ -630,7 +665,8 @@ impl SearchIndex {
             let remaining = suffix[at].2;
             if prune && at > 0 {
                 let (bound, weight) = rest(at, true);
-                let reach = upper(bound, weight) * (1.0 + PRUNE_MARGIN);
+                let reach = upper(bound + max_group_gain[0], weight + max_group_gain[1])
+                    * (1.0 + PRUNE_MARGIN);
                 // A new threshold costs a pass over `touched`: computed only when it may succeed
                 // (the best score so far beats the bound) and saves more than it costs.
                 if reach >= known
@@ -671,15 +707,45 @@ impl SearchIndex {
         // `total`: the union of the scored documents, the exact matches and the deferred tokens'
         // selectable documents.
         let is_exact = |doc: u32| !exact.is_empty() && exact.binary_search(&doc).is_ok();
+        // Groups whose description the query matches: each member is a match (the group text is
+        // a field of every member), also when no token matches its own fields.
+        let described: Vec<(usize, [f32; 2])> = group_gains
+            .iter()
+            .enumerate()
+            .filter(|&(group, gain)| gain[0] > 0.0 && allowed.is_none_or(|allowed| allowed[group]))
+            .map(|(group, &gain)| (group, gain))
+            .collect();
+        let members = |group: usize| {
+            self.groups[group]
+                .members
+                .values()
+                .copied()
+                .filter(|&doc| scorer.selectable(doc))
+        };
+        // A member the query's own tokens did not find (nor an exact name match).
+        let unfound = |doc: u32, scratch: &Scratch| {
+            scratch.score[doc as usize][1] == 0.0
+                && (exact.is_empty() || exact.binary_search(&doc).is_err())
+        };
         let total = if deferred.is_empty() {
+            let group_only: usize = described
+                .iter()
+                .map(|&(group, _)| members(group).filter(|&doc| unfound(doc, scratch)).count())
+                .sum();
             touched.len()
                 + exact
                     .iter()
                     .filter(|&&doc| scratch.score[doc as usize][1] == 0.0)
                     .count()
+                + group_only
         } else {
             for &doc in touched.iter().chain(exact) {
                 scratch.mark(doc);
+            }
+            for &(group, _) in &described {
+                for doc in members(group) {
+                    scratch.mark(doc);
+                }
             }
             for planned in deferred {
                 let token = planned.token;
@@ -701,13 +767,31 @@ impl SearchIndex {
 
         // Survivors: documents that can still reach the window, in document order.
         let (rest_bound, rest_weight) = rest(cut, false);
+        // Group-only members first (before pruned found documents' accumulators are cleared):
+        // a group whose gain cannot reach the threshold adds none.
+        for &(group, [gain, matched]) in &described {
+            let reach = upper(rest_bound + gain, rest_weight + matched) * (1.0 + PRUNE_MARGIN);
+            if threshold.is_some_and(|threshold| reach < threshold) {
+                continue;
+            }
+            for doc in members(group) {
+                if unfound(doc, scratch) {
+                    scratch.mark(doc);
+                }
+            }
+        }
         for &doc in &touched {
             let index = doc as usize;
             let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
             let survives = threshold.is_none_or(|threshold| {
-                is_exact(doc)
-                    || upper(score + rest_bound, matched + rest_weight) * (1.0 + PRUNE_MARGIN)
+                is_exact(doc) || {
+                    let [gain, group_matched] = group_gain(doc);
+                    upper(
+                        score + rest_bound + gain,
+                        matched + rest_weight + group_matched,
+                    ) * (1.0 + PRUNE_MARGIN)
                         >= threshold
+                }
             });
             if survives {
                 scratch.mark(doc);
@@ -720,11 +804,43 @@ impl SearchIndex {
             scratch.mark(doc);
         }
         let survivors = scratch.take_marked();
+        // Group-only survivors (no finding token matched them yet) that a deferred token finds.
+        let group_only: Vec<u32> = if described.is_empty() {
+            Vec::new()
+        } else {
+            survivors
+                .iter()
+                .copied()
+                .filter(|&doc| unfound(doc, scratch))
+                .collect()
+        };
         for planned in deferred {
             scorer.look_up(planned, true, &survivors, scratch);
         }
+        // Optional tokens score only documents a finding token (or an exact name) found, as
+        // without pruning: a member found only through its group's description gets none, and
+        // one that a deferred token found gets the scanned optional tokens' gains too.
+        let found: Vec<u32>;
+        let optional_docs: &[u32] = if group_only.is_empty() {
+            &survivors
+        } else {
+            let late: Vec<u32> = group_only
+                .iter()
+                .copied()
+                .filter(|&doc| scratch.score[doc as usize][1] != 0.0)
+                .collect();
+            for planned in &scanned {
+                scorer.look_up(planned, false, &late, scratch);
+            }
+            found = survivors
+                .iter()
+                .copied()
+                .filter(|&doc| !unfound(doc, scratch))
+                .collect();
+            &found
+        };
         for planned in &looked_up {
-            scorer.look_up(planned, false, &survivors, scratch);
+            scorer.look_up(planned, false, optional_docs, scratch);
         }
 
         let mut best = TopK::new(keep);
@@ -737,7 +853,11 @@ impl SearchIndex {
             best.push(Candidate {
                 doc,
                 exact: is_exact(doc),
-                score: score * (1.0 + COVERAGE_BOOST * matched / query_tokens),
+                score: {
+                    let [gain, group_matched] = group_gain(doc);
+                    let matched = (matched + group_matched).min(query_tokens);
+                    (score + gain) * (1.0 + COVERAGE_BOOST * matched / query_tokens)
+                },
                 rank: self.doc_rank[doc as usize],
             });
         }

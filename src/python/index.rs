@@ -70,6 +70,20 @@ impl PySearchIndex {
         })
     }
 
+    /// Sets the description of `group` (empty removes it): a field shared by the group's members.
+    fn set_group_description(
+        &self,
+        py: Python<'_>,
+        group: &Bound<'_, PyString>,
+        description: &Bound<'_, PyString>,
+    ) -> PyResult<()> {
+        guard(|| {
+            let (group, description) = (text(group), text(description));
+            py.detach(|| self.write().set_group_description(&group, &description));
+            Ok(())
+        })
+    }
+
     /// Live keys, in no particular order.
     fn keys<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
