@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import os
 import re
@@ -95,9 +96,11 @@ def test_quickstart_prints_its_results_in_under_two_seconds_of_cpu() -> None:
 @pytest.mark.parametrize('path', docs_outputs.doc_files(), ids=lambda p: p.name)
 def test_command_outputs_shown_are_current(path: Path) -> None:
     text = path.read_text()
-    assert docs_outputs.render(text) == text, (
-        f'{path.relative_to(ROOT)} shows command outputs that differ from what the commands print now: '
-        'run `bash scripts/docs-outputs`'
+    now = docs_outputs.render(text)
+    diff = ''.join(list(difflib.unified_diff(text.splitlines(True), now.splitlines(True), 'shown', 'printed now'))[:80])
+    assert now == text, (
+        f'{path.relative_to(ROOT)} shows command outputs that differ from what the commands print now '
+        f'(run `bash scripts/docs-outputs`):\n{diff}'
     )
 
 
