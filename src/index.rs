@@ -50,11 +50,13 @@ use crate::tokenize::for_each_token;
 
 mod by_hash;
 mod doc_name;
+mod explain;
 mod group_text;
 mod postings;
 mod ranking;
 use by_hash::DocsByHash;
 use doc_name::{ByTool, DocName};
+pub use explain::{Explanation, TermMatch, GROUP_DESCRIPTION_FIELD};
 use group_text::GroupTexts;
 use postings::PostingList;
 use ranking::QueryToken;
@@ -737,32 +739,7 @@ impl SearchIndex {
             }
             allowed
         });
-        let mut distinct: FxSet<String> = FxSet::default();
-        let mut tokens: Vec<QueryToken<'_>> = Vec::new();
-        for_each_token(query, |token| {
-            if distinct.contains(token) {
-                return;
-            }
-            distinct.insert(token.to_owned());
-            let term = self.terms.get(token);
-            let stopword = is_stopword(token);
-            tokens.push(QueryToken {
-                term,
-                class: self.terms.stem_class(token, term),
-                weight: if stopword { STOPWORD_WEIGHT } else { 1.0 },
-                optional: stopword,
-            });
-        });
-        // Function words are optional only beside a token that can find documents.
-        let findable = |token: &QueryToken<'_>| token.term.is_some() || !token.class.is_empty();
-        if !tokens
-            .iter()
-            .any(|token| !token.optional && findable(token))
-        {
-            for token in &mut tokens {
-                token.optional = false;
-            }
-        }
+        let tokens = self.query_tokens(query);
         let allowed = allowed.as_deref();
         let exact = self.exact_matches(query, allowed);
         // Browsing is for a query with nothing to look for (empty, spaces, punctuation). A word
@@ -781,6 +758,61 @@ impl SearchIndex {
             .map(|candidate| Arc::from(self.docs[candidate.doc as usize].name.key()))
             .collect();
         (total, keys)
+    }
+
+    /// The query's distinct tokens, resolved against the term dictionary, in query order:
+    /// English function words are optional (they score only what the other tokens find) unless no
+    /// other token can find a document.
+    fn query_tokens(&self, query: &str) -> Vec<QueryToken<'_>> {
+        let mut distinct: FxSet<String> = FxSet::default();
+        let mut tokens: Vec<QueryToken<'_>> = Vec::new();
+        for_each_token(query, |token| {
+            if distinct.contains(token) {
+                return;
+            }
+            distinct.insert(token.to_owned());
+            let term = self.terms.get(token);
+            let stopword = is_stopword(token);
+            tokens.push(QueryToken {
+                text: Box::from(token),
+                term,
+                class: self.terms.stem_class(token, term),
+                weight: if stopword { STOPWORD_WEIGHT } else { 1.0 },
+                optional: stopword,
+            });
+        });
+        // Function words are optional only beside a token that can find documents.
+        let findable = |token: &QueryToken<'_>| token.term.is_some() || !token.class.is_empty();
+        if !tokens
+            .iter()
+            .any(|token| !token.optional && findable(token))
+        {
+            for token in &mut tokens {
+                token.optional = false;
+            }
+        }
+        tokens
+    }
+
+    /// Calls `found(group id, token, gain)` for each query token found in a group's description.
+    fn each_group_gain(&self, query: &str, found: impl FnMut(u32, &str, f32)) {
+        self.group_texts.each_gain(
+            query,
+            |name| {
+                self.group_ids
+                    .get(name)
+                    .copied()
+                    .filter(|&id| !self.groups[id as usize].members.is_empty())
+            },
+            |id| self.groups[id as usize].members.len(),
+            |token| {
+                self.terms
+                    .get(token)
+                    .map_or(0, |term| self.postings[term as usize].as_slice().len())
+            },
+            self.live,
+            found,
+        );
     }
 
     /// The group gain of each group for `query` (see [`group_text`]), by group id; empty when no

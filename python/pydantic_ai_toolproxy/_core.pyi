@@ -150,6 +150,20 @@ class SearchIndex:
     def keys(self) -> list[str]:
         """Return the live keys, in no particular order."""
 
+    def explain(
+        self, query: str, groups: list[str] | None, key: str
+    ) -> tuple[bool, float, float, list[tuple[str, str, bool, float]]] | None:
+        """Explain the score of the live record ``key`` for ``query``: ``(exact, score, coordination, matches)``,
+        or ``None`` for an unknown key.
+
+        ``matches`` holds ``(token, field, via_stem, gain)`` per query token and field it matched in, in query
+        order: ``field`` is ``"tool name"``, ``"group name"``, ``"description"``, ``"parameter names"``,
+        ``"parameter text"`` or ``"group description"``; ``via_stem`` is true when another word of the token's
+        stem matched; ``gain`` is the token's BM25F gain in that field (its weight applied). ``score`` is
+        ``sum(gains) * coordination``, the score the record is ranked by; an ``exact`` name match ranks above
+        every other match whatever its score.
+        """
+
     def search(self, query: str, groups: list[str] | None, offset: int, limit: int) -> tuple[int, list[str]]:
         """Return ``(total, keys)`` for the ranked results ``[offset : offset + limit]``.
 

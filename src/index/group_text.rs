@@ -98,14 +98,39 @@ impl GroupTexts {
         doc_df: impl Fn(&str) -> usize,
         live: usize,
     ) -> Vec<[f32; 2]> {
+        let mut gains = vec![[0.0f32; 2]; groups];
+        let mut any = false;
+        self.each_gain(query, group_id, members, doc_df, live, |id, _, gain| {
+            let [total, matched] = &mut gains[id as usize];
+            *total += gain;
+            *matched += GROUP_TEXT_COORDINATION;
+            any = true;
+        });
+        if any {
+            gains
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// Calls `found(group id, query token, gain)` for each distinct non-function-word token of
+    /// `query` (up to `MAX_QUERY_STEMS`) and each group whose description holds its stem (see
+    /// [`Self::gains`] for the arguments).
+    pub(super) fn each_gain(
+        &self,
+        query: &str,
+        group_id: impl Fn(&str) -> Option<u32>,
+        members: impl Fn(u32) -> usize,
+        doc_df: impl Fn(&str) -> usize,
+        live: usize,
+        mut found: impl FnMut(u32, &str, f32),
+    ) {
         if self.lengths.is_empty() || live == 0 {
-            return Vec::new();
+            return;
         }
         let average =
             self.lengths.values().map(|&l| f32::from(l)).sum::<f32>() / self.lengths.len() as f32;
         let b = GROUP_TEXT_LENGTH_NORMALIZATION;
-        let mut gains = vec![[0.0f32; 2]; groups];
-        let mut any = false;
         let mut seen: FxSet<String> = FxSet::default();
         for_each_token(query, |token| {
             if is_stopword(token) || seen.len() >= MAX_QUERY_STEMS {
@@ -137,16 +162,8 @@ impl GroupTexts {
                 let length = self.lengths.get(name).map_or(average, |&l| f32::from(l));
                 let norm = (1.0 - b) + b * length / average.max(1.0);
                 let x = GROUP_TEXT_WEIGHT * f32::from(tf) / norm.max(1e-3);
-                let [gain, matched] = &mut gains[id as usize];
-                *gain += idf * x * (K1 + 1.0) / (x + K1);
-                *matched += GROUP_TEXT_COORDINATION;
-                any = true;
+                found(id, token, idf * x * (K1 + 1.0) / (x + K1));
             }
         });
-        if any {
-            gains
-        } else {
-            Vec::new()
-        }
     }
 }

@@ -110,6 +110,8 @@ impl Scratch {
 /// One distinct token of a query, resolved against the term dictionary.
 #[derive(Debug)]
 pub(super) struct QueryToken<'a> {
+    /// The token as the tokenizer produced it (for explanations).
+    pub(super) text: Box<str>,
     /// The token's own term, if indexed.
     pub(super) term: Option<u32>,
     /// The terms sharing its stem (empty if none is indexed).
@@ -123,7 +125,7 @@ pub(super) struct QueryToken<'a> {
 
 impl QueryToken<'_> {
     /// Whether other terms of its stem are indexed (its gain is then the larger of two).
-    fn has_variants(&self) -> bool {
+    pub(super) fn has_variants(&self) -> bool {
         self.class.iter().any(|&member| Some(member) != self.term)
     }
 }
@@ -132,8 +134,8 @@ impl QueryToken<'_> {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Candidate {
     pub(super) doc: u32,
-    exact: bool,
-    score: f32,
+    pub(super) exact: bool,
+    pub(super) score: f32,
     /// The document's `(group, tool, key)` position.
     rank: u32,
 }
@@ -233,7 +235,7 @@ struct Planned<'q, 'a> {
 }
 
 /// The gains of one query over one index state.
-struct Scorer<'i> {
+pub(super) struct Scorer<'i> {
     index: &'i SearchIndex,
     allowed: Option<&'i [bool]>,
     /// No group filter and no dead document: every listed document is selectable (and alive), so
@@ -246,7 +248,7 @@ struct Scorer<'i> {
 }
 
 impl<'i> Scorer<'i> {
-    fn new(index: &'i SearchIndex, allowed: Option<&'i [bool]>) -> Self {
+    pub(super) fn new(index: &'i SearchIndex, allowed: Option<&'i [bool]>) -> Self {
         let mut base = [1.0f32; FIELDS];
         let mut slope = [0.0f32; FIELDS];
         for field in 0..FIELDS {
@@ -272,7 +274,7 @@ impl<'i> Scorer<'i> {
     }
 
     #[inline]
-    fn selectable(&self, doc: u32) -> bool {
+    pub(super) fn selectable(&self, doc: u32) -> bool {
         if self.everything {
             return true;
         }
@@ -283,14 +285,14 @@ impl<'i> Scorer<'i> {
                 .is_none_or(|allowed| allowed[self.index.doc_group[index] as usize])
     }
 
-    fn idf(&self, df: usize) -> f32 {
+    pub(super) fn idf(&self, df: usize) -> f32 {
         (1.0 + (self.live - df as f32 + 0.5) / (df as f32 + 0.5)).ln()
     }
 
     /// BM25F: length-normalized, weighted field frequencies summed, then saturated (so a gain is
     /// always below `idf * (K1 + 1)`).
     #[inline]
-    fn gain(&self, doc: u32, tf: [u16; FIELDS], idf: f32) -> f32 {
+    pub(super) fn gain(&self, doc: u32, tf: [u16; FIELDS], idf: f32) -> f32 {
         let lens = &self.index.doc_lens[doc as usize];
         let mut sum = 0.0f32;
         for field in 0..FIELDS {
@@ -302,12 +304,31 @@ impl<'i> Scorer<'i> {
         idf * sum * (K1 + 1.0) / (sum + K1)
     }
 
-    fn postings(&self, term: u32) -> &'i [Posting] {
+    /// Each field's share of [`Self::gain`] for `tf` (they sum to 1 over the matched fields).
+    pub(super) fn field_shares(&self, doc: u32, tf: [u16; FIELDS]) -> [f32; FIELDS] {
+        let lens = &self.index.doc_lens[doc as usize];
+        let mut parts = [0.0f32; FIELDS];
+        for field in 0..FIELDS {
+            if tf[field] != 0 {
+                let norm = self.base[field] + self.slope[field] * f32::from(lens[field]);
+                parts[field] = WEIGHTS[field] * f32::from(tf[field]) / norm.max(1e-3);
+            }
+        }
+        let sum: f32 = parts.iter().sum();
+        if sum > 0.0 {
+            for part in &mut parts {
+                *part /= sum;
+            }
+        }
+        parts
+    }
+
+    pub(super) fn postings(&self, term: u32) -> &'i [Posting] {
         self.index.postings[term as usize].as_slice()
     }
 
     /// Number of live documents in `postings`.
-    fn live_df(&self, postings: &[Posting]) -> usize {
+    pub(super) fn live_df(&self, postings: &[Posting]) -> usize {
         if self.index.dead == 0 {
             postings.len()
         } else {

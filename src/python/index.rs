@@ -104,7 +104,42 @@ impl PySearchIndex {
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
         guard(|| self.search_records(py, query, groups, offset, limit))
     }
+
+    /// `(exact, score, coordination, [(token, field, via_stem, gain), ...])` for the live record
+    /// `key`, or `None` for an unknown key.
+    #[pyo3(signature = (query, groups, key))]
+    fn explain(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyString>,
+        groups: Option<Vec<Bound<'_, PyString>>>,
+        key: &Bound<'_, PyString>,
+    ) -> PyResult<ExplainTuple> {
+        guard(|| {
+            let query = text(query);
+            let key = text(key);
+            let groups: Option<Vec<String>> =
+                groups.map(|g| g.iter().map(|name| text(name).into_owned()).collect());
+            let explained = py.detach(|| {
+                let names: Option<Vec<&str>> = groups
+                    .as_ref()
+                    .map(|g| g.iter().map(String::as_str).collect());
+                self.read().explain(&query, names.as_deref(), &key)
+            });
+            Ok(explained.map(|e| {
+                let matches = e
+                    .matches
+                    .into_iter()
+                    .map(|m| (m.token, m.field, m.via_stem, m.gain))
+                    .collect();
+                (e.exact, e.score, e.coordination, matches)
+            }))
+        })
+    }
 }
+
+/// What `explain` returns to Python.
+type ExplainTuple = Option<(bool, f32, f32, Vec<(String, &'static str, bool, f32)>)>;
 
 impl PySearchIndex {
     fn upsert_records(&self, py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<()> {
