@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import json
 import os
 import re
 import resource
@@ -107,3 +108,15 @@ def test_command_outputs_shown_are_current(path: Path) -> None:
 def test_the_output_script_fills_a_console_block() -> None:
     doc = '```console\n$ echo one\nstale\n$ printf "two\\n"; echo "exit $?"\n```\n'
     assert docs_outputs.render(doc) == '```console\n$ echo one\none\n\n$ printf "two\\n"; echo "exit $?"\ntwo\nexit 0\n```\n'
+
+
+def test_readme_bytes_per_request_are_what_inspect_measures_now() -> None:
+    proc = subprocess.run(
+        [sys.executable, '-m', 'pydantic_ai_toolproxy', '--config', 'examples/toolproxy.toml', 'inspect', '--json'],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    proxy, direct = doc['per_request']['proxy']['total_bytes'], doc['per_request']['direct']['total_bytes']
+    row = f'| the demo\'s {doc["grouped_tools"]:,} grouped tools (17 BFCL domains + an MCP server) | {proxy:,} vs {direct:,} ({100 * proxy / direct:.2f}%) |'
+    assert row in (ROOT / 'README.md').read_text(), f'README should show: {row}'
