@@ -350,3 +350,86 @@ async def test_a_returned_page_does_not_change_when_the_host_edits_a_schema() ->
     result = await Agent(script.model, capabilities=[capability]).run('go')
     part: ToolReturnPart = last_return(result.all_messages(), SEARCH)
     assert 'yyyy' not in part.model_response_str()
+
+
+# --- found by a hostile-model review
+
+
+@pytest.mark.parametrize(
+    'args',
+    [
+        {'query': 'x', 'extra': 'b' * 100_000},
+        '{"query": "' + 'b' * 100_000,
+        {'query': {'k': 'b' * 100_000}},
+        {'query': 'x', 'limit': 'b' * 100_000},
+    ],
+    ids=['extra-key', 'invalid-json', 'wrong-type', 'bad-limit'],
+)
+async def test_invalid_search_arguments_get_a_short_retry(args: Any) -> None:
+    result = await Agent(Script([[(SEARCH, args)]]).model, capabilities=[proxy()]).run('go')
+    [said] = texts(result.all_messages())
+    assert len(said) <= MAX_MESSAGE_CHARS and 'Expected arguments' in said
+
+
+async def test_prefix_tools_around_a_combined_capability_fails_at_preparation() -> None:
+    from pydantic_ai.capabilities import CombinedCapability
+
+    agent = Agent(Script(['x']).model, capabilities=[PrefixTools(wrapped=CombinedCapability([proxy()]), prefix='ns')])
+    with pytest.raises(UserError, match='PrefixTools'):
+        await agent.run('go')
+
+
+async def test_the_proxy_toolset_installed_again_prefixed_fails_at_preparation() -> None:
+    capability = proxy()
+    toolset = capability.get_toolset()
+    assert toolset is not None
+    agent = Agent(Script(['x']).model, capabilities=[capability], toolsets=[toolset.prefixed('ns')])  # type: ignore[union-attr]
+    with pytest.raises(UserError, match='re-owns its tools'):
+        await agent.run('go')
+
+
+async def test_unknown_tool_retries_in_a_continued_history_are_shortened() -> None:
+    from pydantic_ai import capture_run_messages
+
+    capability = proxy(2_000)
+    with capture_run_messages() as messages:
+        with pytest.raises(UsageLimitExceeded):
+            await Agent(Script([[('tool_number_1', {})]]).model, capabilities=[capability]).run(
+                'go', usage_limits=UsageLimits(request_limit=1)
+            )
+    seen: list[str] = []
+
+    def read(history: Any, info: Any) -> str:
+        seen.extend(p.model_response_str() for p in returns(history))
+        return 'ok'
+
+    await Agent(Script([read]).model, capabilities=[capability]).run('continue', message_history=messages)
+    assert seen and all(len(text) < 1_000 for text in seen), [len(t) for t in seen]
+
+
+async def test_instructions_that_cannot_be_json_are_named_as_the_cause() -> None:
+    from dataclasses import dataclass
+
+    from pydantic_ai.toolsets import WrapperToolset
+
+    @dataclass
+    class BadInstructions(WrapperToolset[Any]):
+        async def get_instructions(self, ctx: Any) -> str:
+            return 'bad \ud800 text'
+
+    capability = ToolProxyCapability(
+        groups={'g': ToolProxyGroup(source=BadInstructions(wrapped=numbered(3)), description='Numbered')}
+    )
+    result = await Agent(Script([[(SEARCH, {'query': 'numbered'})]]).model, capabilities=[capability]).run('go')
+    [said] = texts(result.all_messages())
+    assert 'source instructions of group' in said and 'offset=' not in said
+
+
+async def test_a_refused_envelope_does_not_share_a_budget_with_a_direct_tool_of_that_name() -> None:
+    def g__thing(x: int) -> str:
+        """A direct tool whose name an envelope could spell."""
+        return 'ok'
+
+    script = Script([[('g__thing', {'x': 'not a number'})], [(CALL, {'group': 'g', 'tool': 'thing', 'arguments': {}})]])
+    result = await Agent(script.model, tools=[g__thing], capabilities=[proxy()]).run('go')
+    assert result.output == 'done'

@@ -10,8 +10,17 @@ from importlib.metadata import version as _version
 
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
+from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
 from .plan import ToolProxyPlan, ToolProxySelection
 
-__all__ = ('ToolProxyCapability', 'ToolProxyConfig', 'ToolProxyGroup', 'ToolProxyPlan', 'ToolProxySelection')
+__all__ = (
+    'SearchExplanation',
+    'TermMatch',
+    'ToolProxyCapability',
+    'ToolProxyConfig',
+    'ToolProxyGroup',
+    'ToolProxyPlan',
+    'ToolProxySelection',
+)
 __version__ = _version('pydantic-ai-toolproxy')

@@ -29,6 +29,7 @@ from pydantic_ai.tools import RunContext, ToolDenied
 from pydantic_core import ValidationError
 
 from ._directory import Directory, Member
+from ._members import GroupMemberToolset
 from ._names import canonical_name
 from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
@@ -79,6 +80,19 @@ def envelope_retry(error: ValidationError | ModelRetry, search_name: str, call_n
         f'Invalid `{call_name}` envelope: {detail}. {ENVELOPE_HINT} '
         f'Use `{search_name}` to find the current groups, tools and their parameter schemas.'
     )
+
+
+SEARCH_HINT = 'Expected arguments: {"query": "<keywords>", "group": "<group>" or null, "limit": <int> or null, "offset": <int>}.'
+
+
+def search_arguments_retry(error: ValidationError | ModelRetry, search_name: str) -> ModelRetry:
+    """The retry for search arguments that failed the search control's own validation (wrong types, extra keys,
+    invalid JSON): the errors, cut short (inputs as cut reprs), and what to send instead."""
+    if isinstance(error, ValidationError):
+        detail = _error_summary(list(error.errors(include_url=False, include_context=False)))
+    else:
+        detail = shown(error.message, 300)
+    return retry(f'Invalid `{search_name}` arguments: {detail}. {SEARCH_HINT}')
 
 
 def _close_names(directory: Directory, group: str, tool: str) -> list[str]:
@@ -136,8 +150,11 @@ def normalize_arguments(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}
-        except (ValueError, RecursionError):
-            raise retry(f'`arguments` must be a JSON object; the string given is not valid JSON. {ENVELOPE_HINT}') from None
+        except (ValueError, RecursionError) as e:
+            reason = cut(str(e), 120) if isinstance(e, ValueError) else 'nested too deeply'
+            raise retry(
+                f'`arguments` must be a JSON object; the string given is not valid JSON ({reason}). {ENVELOPE_HINT}'
+            ) from None
     if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
         raise retry(
             f'`arguments` must be an object matching the tool\'s parameters_json_schema, '
@@ -152,12 +169,15 @@ def normalize_arguments(arguments: Any) -> dict[str, Any]:
 
 
 def _budget_key(runtime: ProxyRuntime, group: Any, tool: Any) -> str:
-    """The retry-budget key of an envelope naming `(group, tool)`: the canonical name it spells, as the same mistake
-    against a directly installed tool would be counted under that name; the call control's own name for names too
-    long or not strings."""
+    """The retry-budget key of an envelope naming an unknown `(group, tool)`: the canonical name it spells (prefixed
+    with the call control's name), as the same mistake against a directly installed tool would be counted under that
+    name; the call control's own name for names too long or not strings. A found member's refusals (bad `arguments`)
+    are counted under its canonical name instead, with its own `max_retries`."""
+    call_name = runtime.config.call_name
     if isinstance(group, str) and isinstance(tool, str) and group and tool and len(group) + len(tool) <= MAX_KEY_CHARS:
-        return canonical_name(group, tool)
-    return runtime.config.call_name
+        # Prefixed, so that a refused envelope never shares a budget with a direct tool that has this name.
+        return f'{call_name}:{canonical_name(group, tool)}'
+    return call_name
 
 
 def charged_retry(ctx: RunContext[Any], key: str, max_retries: int | None, message: str) -> ToolRetryError:
@@ -177,8 +197,9 @@ def charged_retry(ctx: RunContext[Any], key: str, max_retries: int | None, messa
     budget = manager.default_max_retries if max_retries is None else max_retries
     used = ctx.retries.get(key, 0)
     if used >= budget:
+        named = key.removeprefix(f'{ctx.tool_name}:')
         raise UnexpectedModelBehavior(
-            f'Tool {key!r} (through {ctx.tool_name!r}) exceeded max retries count of {budget}: {cut(message, 300)}'
+            f'Calls of {ctx.tool_name!r} naming {named!r} exceeded max retries count of {budget}: {cut(message, 300)}'
         )
     manager.failed_tools.add(key)
     part = ToolReturnPart(
@@ -209,7 +230,12 @@ def _later_calls(ctx: RunContext[Any]) -> int:
                     continue
                 if found:
                     tool = tools.get(part.tool_name)
-                    later += tool is not None and tool.tool_def.kind == 'function'
+                    # A member called directly is refused (a retry, not counted), so it is left out.
+                    later += (
+                        tool is not None
+                        and tool.tool_def.kind == 'function'
+                        and not isinstance(tool.toolset, GroupMemberToolset)
+                    )
                 elif part.tool_call_id == ctx.tool_call_id:
                     found = True
             return later if found else 0

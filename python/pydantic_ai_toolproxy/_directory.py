@@ -60,6 +60,9 @@ class Directory:
     descriptions: list[object] = field(default_factory=list)
     schemas: list[object] = field(default_factory=list)
     group_runs: list[tuple[int, str]] = field(default_factory=list)
+    foreign_toolsets: list[object] = field(default_factory=list)
+    """The distinct toolsets owning the step's other tools (not this proxy's members), in listing order: a few per
+    step, which the capability checks for a wrapper that re-owns the proxy's tools."""
 
     @classmethod
     def from_tools(cls, tools: dict[str, ToolsetTool[Any]], owner: object, group_order: list[str]) -> Directory:
@@ -72,10 +75,16 @@ class Directory:
         add_name, add_description, add_schema = names.append, descriptions.append, schemas.append
         last: object = None
         last_group: str | None = None
+        foreign: list[object] = []
+        last_foreign: object = None
         for name, tool in tools.items():
             toolset = tool.toolset
             if toolset is not last:
                 if not isinstance(toolset, GroupMemberToolset) or toolset.owner is not owner:
+                    if toolset is not last_foreign:
+                        last_foreign = toolset
+                        if not any(toolset is seen for seen in foreign):
+                            foreign.append(toolset)
                     continue
                 group_toolsets.setdefault(toolset.group, toolset)
                 last = toolset
@@ -88,7 +97,7 @@ class Directory:
             add_description(tool_def.description)
             add_schema(tool_def.parameters_json_schema)
         groups = [g for g in group_order if g in group_toolsets]
-        return cls(members, groups, group_toolsets, names, descriptions, schemas, group_runs)
+        return cls(members, groups, group_toolsets, names, descriptions, schemas, group_runs, foreign)
 
     def __contains__(self, canonical: str) -> bool:
         return canonical in self.tools

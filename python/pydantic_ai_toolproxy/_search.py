@@ -111,6 +111,26 @@ def _oversized(entry: dict[str, Any], size: int, page_bytes: int, offset: int, b
     )
 
 
+def _unserializable(entry: dict[str, Any], reason: str, offset: int) -> ToolFailed:
+    """The failure for an entry that cannot be sent as JSON, naming what cannot: the group's source instructions
+    (then every entry of the group fails alike), the description, or the schema."""
+    tool, group = shown(entry['tool']), shown(entry['group'])
+    if entry['instructions'] and not isinstance(_serialized({**entry, 'instructions': []}), str):
+        return failed(
+            f'The source instructions of group {group} cannot be sent as JSON ({reason}), and every entry of that '
+            'group carries them, so search cannot show its tools. Search other groups, and ask the host to fix the '
+            'instructions of that group.'
+        )
+    if not isinstance(_serialized({**entry, 'instructions': [], 'description': ''}), str):
+        what = 'description'
+    else:
+        what = 'schema'
+    return failed(
+        f'The {what} of tool {tool} in group {group} cannot be sent as JSON ({reason}), so search cannot show it; '
+        f'search with offset={offset + 1} to skip it, and ask the host to fix its {what} or expose it directly.'
+    )
+
+
 async def run_search(
     ctx: RunContext[Any],
     runtime: ProxyRuntime,
@@ -169,12 +189,7 @@ async def run_search(
     serialized = [_serialized(e) for e in entries]
     broken = next((i for i, m in enumerate(serialized) if isinstance(m, str)), None)
     if broken == 0:
-        first = entries[0]
-        raise failed(
-            f'The entry of tool {shown(first["tool"])} in group {shown(first["group"])} cannot be sent as JSON '
-            f'({serialized[0]!s}), so search cannot show its schema; search with offset={offset + 1} to skip it, and '
-            'ask the host to fix its schema or expose it directly.'
-        )
+        raise _unserializable(entries[0], serialized[0], offset)  # type: ignore[arg-type]
     if broken is not None:  # the page ends before it; the search that starts at it explains
         serialized = serialized[:broken]
     encoded: list[bytes] = serialized  # type: ignore[assignment]

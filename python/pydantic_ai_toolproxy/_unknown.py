@@ -91,18 +91,19 @@ def unknown_tool_message(name: str, runtime: ProxyRuntime, directory: Directory,
 def shorten_unknown_tool_retries(
     messages: Sequence[ModelMessage], runtime: ProxyRuntime, directory: Directory, visible: Sequence[str]
 ) -> None:
-    """Replace, in place, the unknown-tool retries of the latest request in `messages` by `unknown_tool_message`.
+    """Replace, in place, every unknown-tool retry in `messages` not rewritten yet by `unknown_tool_message`.
 
     `messages` is the request's own list (`ModelRequestContext.messages`); its message objects are the run's
-    history, so a rewritten part stays rewritten for every later request. Only the last `ModelRequest` can hold
-    new ones: earlier requests were rewritten before they were sent.
+    history, so a rewritten part stays rewritten for every later request. Every request is scanned, not only the
+    latest: a history passed in with `message_history=` (a run that ended right after such a retry, continued) holds
+    retries this proxy never saw. A rewritten part holds `_REWRITTEN` and is not rewritten again.
     """
-    for message in reversed(messages):
+    for message in messages:
         if not isinstance(message, ModelRequest):
             continue
         parts: Any = message.parts
         if not any(_is_unknown_tool_retry(p) for p in parts):
-            return
+            continue
         new_parts = [
             replace(p, content=unknown_tool_message(p.tool_name, runtime, directory, visible))
             if _is_unknown_tool_retry(p) else p
@@ -112,4 +113,3 @@ def shorten_unknown_tool_retries(
             parts[:] = new_parts
         else:  # pragma: no cover - a tuple of parts
             message.parts = new_parts
-        return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -19,14 +19,16 @@ from pydantic_ai.toolsets import AbstractToolset, AgentToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
 
 from . import _core
-from ._call import dispatching, envelope_retry
+from ._call import dispatching, envelope_retry, search_arguments_retry
 from ._controls import ControlToolset, advertised_controls
 from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
+from ._names import canonical_name
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset
 from ._unknown import shorten_unknown_tool_retries
 from .config import ToolProxyConfig
+from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
 
 __all__ = ('ToolProxyCapability',)
@@ -136,6 +138,67 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         """How many times the shared search index changed (incremental syncs), for tests and benchmarks."""
         return self._runtime.search_index.builds
 
+    def explain(self, query: str, tools: Sequence[tuple[str, str]], *, group: str | None = None) -> list[SearchExplanation]:
+        """Why each of `tools` (`(group, tool)` pairs) has the score it is ranked by for `query`.
+
+        Explains the search index as the last search of this proxy left it (a search syncs the index to its step's
+        tools), so search first, e.g. with `toolproxy search --explain`, which runs one through a real agent step.
+        `group` restricts nothing here; it is accepted so a call can mirror the search it explains.
+
+        ```python
+        from pydantic_ai import Agent
+        from pydantic_ai.models.function import AgentInfo, FunctionModel
+        from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+        from pydantic_ai.toolsets import FunctionToolset
+        from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+
+        def customer_name(customer_id: int) -> str:
+            '''Look up the display name for a customer ID.'''
+            return 'Ada'
+
+        proxy = ToolProxyCapability(groups={'crm': ToolProxyGroup(
+            source=FunctionToolset([customer_name]), description='Customer records')})
+
+        def model(messages, info: AgentInfo) -> ModelResponse:
+            if len(messages) == 1:
+                return ModelResponse(parts=[ToolCallPart('search_proxy_tools', {'query': 'customer records name'})])
+            return ModelResponse(parts=[TextPart('done')])
+
+        Agent(FunctionModel(model), capabilities=[proxy]).run_sync('go')
+        [why] = proxy.explain('customer records name', [('crm', 'customer_name')])
+        assert {m.field for m in why.matches} >= {'tool name', 'group description'}
+        ```
+
+        Returns:
+            One `SearchExplanation` per pair, in order; a pair the index does not hold (no search yet, or not a
+            member of the searched step) explains as a score of 0 with no matches.
+        """
+        del group
+        cache = self._runtime.search_index
+        out: list[SearchExplanation] = []
+        with cache.lock:
+            for group_name, tool in tools:
+                raw = cache.index.explain(query, None, canonical_name(group_name, tool))
+                if raw is None:
+                    out.append(SearchExplanation(group_name, tool, False, 0.0, 1.0, ()))
+                    continue
+                exact, score, coordination, matches = raw
+                total = score / coordination if coordination else 0.0
+                out.append(
+                    SearchExplanation(
+                        group_name,
+                        tool,
+                        exact,
+                        score,
+                        coordination,
+                        tuple(
+                            TermMatch(token, field, via_stem, gain, gain / total if total else 0.0)
+                            for token, field, via_stem, gain in matches
+                        ),
+                    )
+                )
+        return out
+
     # --- contributions ---
 
     def get_toolset(self) -> AgentToolset[AgentDepsT] | None:
@@ -190,36 +253,44 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                         call_def = tool_def
                     continue
             kept.append(tool_def)
-        if search_def is None and not directory:
-            self._refuse_rewrapping(manager_tools)
+        self._refuse_rewrapping(directory.foreign_toolsets)
         if directory.groups and search_def is not None and call_def is not None:
             kept.extend(advertised_controls(runtime, search_def, call_def, directory.groups))
         request_context.model_request_parameters = replace(params, function_tools=kept)
         shorten_unknown_tool_retries(request_context.messages, runtime, directory, [t.name for t in kept])
         return request_context
 
-    def _refuse_rewrapping(self, tools: Mapping[str, Any]) -> None:
-        """Fail when a toolset wrapper re-owns the proxy's tools (e.g. Pydantic AI's `PrefixTools` around this
-        capability): its members would be offered to the model and run when called directly, and the controls would
-        see no groups. Called only when neither control nor any member reached the step under its own toolset.
+    def _refuse_rewrapping(self, foreign: Sequence[Any]) -> None:
+        """Fail when a toolset wrapper re-owns the proxy's tools (Pydantic AI's `PrefixTools` around this capability
+        or around a `CombinedCapability` holding it, `proxy.get_toolset().prefixed(...)` installed as a toolset): those
+        copies of its members would be offered to the model and run when called directly, and the controls would not
+        see them. `foreign` holds the step's toolsets that own tools other than members (`Directory.foreign_toolsets`,
+        a few per step); each is searched through `wrapped` and `toolsets`, a few levels deep.
 
         Raises:
             UserError: naming the wrapper.
         """
-        for tool in tools.values():
-            toolset = tool.toolset
-            for _ in range(8):
-                inner = getattr(toolset, 'wrapped', None)
-                if inner is None:
-                    break
-                if isinstance(inner, ProxySurfaceToolset) and any(t is self._controls for t in inner.toolsets):
+        for owner in foreign:
+            if owner is self._controls:
+                continue
+            stack: list[tuple[Any, int]] = [(owner, 0)]
+            while stack:
+                toolset, depth = stack.pop()
+                if isinstance(toolset, ProxySurfaceToolset) and any(t is self._controls for t in toolset.toolsets):
                     raise UserError(
-                        f'{tool.toolset.label} wraps a ToolProxyCapability and re-owns its tools, so its grouped tools '
-                        'would be offered directly and its controls would see no groups. Do not wrap the proxy in '
-                        'PrefixTools or another renaming toolset: rename the controls with ToolProxyConfig(search_name=..., '
-                        'call_name=...) and prefix or rename the group sources themselves.'
+                        f'{owner.label} wraps a ToolProxyCapability and re-owns its tools, so its grouped tools would be '
+                        'offered directly and its controls would not see them. Do not wrap the proxy in PrefixTools or '
+                        'another renaming toolset, or install its toolset again: rename the controls with '
+                        'ToolProxyConfig(search_name=..., call_name=...) and prefix or rename the group sources themselves.'
                     )
-                toolset = inner
+                if depth >= 8:
+                    continue
+                inner = getattr(toolset, 'wrapped', None)
+                if isinstance(inner, AbstractToolset):
+                    stack.append((inner, depth + 1))
+                children = getattr(toolset, 'toolsets', None)
+                if isinstance(children, (list, tuple)):
+                    stack.extend((child, depth + 1) for child in children if isinstance(child, AbstractToolset))
 
     async def before_tool_validate(
         self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: RawToolArgs
@@ -243,13 +314,16 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         args: RawToolArgs,
         error: ValidationError | ModelRetry,
     ) -> Any:
-        """An envelope that fails the call control's own validation gets a retry saying what to send instead."""
+        """Arguments that fail a control's own validation (wrong types, missing or extra keys, invalid JSON) get a
+        short retry saying what to send instead, never Pydantic AI's error list with the model's input in full."""
         config = self._runtime.config
         manager = ctx.tool_manager
-        if self.groups and call.tool_name == config.call_name and manager is not None and manager.tools:
+        if self.groups and call.tool_name in (config.search_name, config.call_name) and manager is not None and manager.tools:
             tool = manager.tools.get(call.tool_name)
             if tool is not None and tool.toolset is self._controls:
-                raise envelope_retry(error, config.search_name, config.call_name) from None
+                if call.tool_name == config.call_name:
+                    raise envelope_retry(error, config.search_name, config.call_name) from None
+                raise search_arguments_retry(error, config.search_name) from None
         return await super().on_tool_validate_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
 
 

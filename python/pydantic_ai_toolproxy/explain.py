@@ -1,0 +1,54 @@
+"""Why a tool ranked where it did: `ToolProxyCapability.explain` and the values it returns.
+
+A host that finds a tool ranked lower than it should be can see which query words matched where (the tool name,
+its description, its parameters, the group name or the group's description) and each one's share of the score,
+then fix the description that misses the words agents use. `toolproxy search --explain` prints the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ('SearchExplanation', 'TermMatch')
+
+
+@dataclass(frozen=True)
+class TermMatch:
+    """One query word's part of a tool's score, in one field.
+
+    Attributes:
+        token: The query word, lower-cased as the tokenizer produced it.
+        field: Where it matched: `tool name`, `group name`, `description`, `parameter names`, `parameter text` or
+            `group description`.
+        via_stem: True when another word of its stem matched (`lists` for `list`), not the word itself.
+        gain: Its BM25F gain in that field (function words weigh 0.3), before the coordination factor.
+        share: Its share of the tool's score, 0..1 (the shares of a tool's matches add up to 1).
+    """
+
+    token: str
+    field: str
+    via_stem: bool
+    gain: float
+    share: float
+
+
+@dataclass(frozen=True)
+class SearchExplanation:
+    """Why one tool has the score it was ranked by, for one query.
+
+    Attributes:
+        group: The tool's group.
+        tool: The tool's local name.
+        exact: The query is the tool's name: it ranks above every other match, whatever its score.
+        score: `sum(match.gain) * coordination`, what the ranking sorts by (higher first).
+        coordination: `1 + 1.5 * matched / query words`: the more of the query's words a tool matches (in its own
+            fields or its group's description), the higher.
+        matches: Every word's gain per field, in query order; empty when nothing matched.
+    """
+
+    group: str
+    tool: str
+    exact: bool
+    score: float
+    coordination: float
+    matches: tuple[TermMatch, ...]
