@@ -42,6 +42,7 @@
 //! `index/ranking.rs` computes the requested window without scoring every match: documents that cannot
 //! reach it are pruned by upper bounds, which never changes the result.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -776,7 +777,7 @@ impl SearchIndex {
             tokens.push(QueryToken {
                 text: Box::from(token),
                 term,
-                class: self.terms.stem_class(token, term),
+                class: self.class_with_synonyms(token, term),
                 weight: if stopword { STOPWORD_WEIGHT } else { 1.0 },
                 optional: stopword,
             });
@@ -813,6 +814,28 @@ impl SearchIndex {
             self.live,
             found,
         );
+    }
+
+    /// The stem class of `token` (see [`Dictionary::stem_class`]), joined with the stem classes
+    /// of its synonyms ([`crate::synonyms`]) when it has any indexed.
+    fn class_with_synonyms(&self, token: &str, term: Option<u32>) -> Cow<'_, [u32]> {
+        let own = self.terms.stem_class(token, term);
+        let synonyms = crate::synonyms::synonyms(token);
+        if synonyms.is_empty() {
+            return Cow::Borrowed(own);
+        }
+        let mut union: Vec<u32> = own.to_vec();
+        union.extend(term);
+        for stem in synonyms {
+            union.extend_from_slice(self.terms.stem_members(stem));
+        }
+        union.sort_unstable();
+        union.dedup();
+        if union.len() == own.len() {
+            Cow::Borrowed(own)
+        } else {
+            Cow::Owned(union)
+        }
     }
 
     /// The group gain of each group for `query` (see [`group_text`]), by group id; empty when no
@@ -1673,6 +1696,23 @@ mod tests {
         assert_eq!(search(&index, "browser", Some(&["fs"]), 0, 10).0, 0);
         index.set_group_description("web", "");
         assert_eq!(search(&index, "browser automation", None, 0, 10).0, 0);
+    }
+
+    #[test]
+    fn synonyms_find_the_other_word_and_the_own_word_ranks_first() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("notes", "delete_note", "Delete a note by its id"),
+            record("notes", "remove_tag", "Remove a tag from a note"),
+            record("notes", "read_note", "Read a note"),
+        ]);
+        // `remove` finds `delete_note` through its synonym, `remove_tag` by the word itself.
+        let (total, keys) = search(&index, "remove note", None, 0, 10);
+        assert_eq!(total, 3);
+        assert_eq!(keys[0], "notes__remove_tag");
+        assert_eq!(search(&index, "erase", None, 0, 10).0, 2);
+        // Without a synonym the word matches only itself.
+        assert_eq!(search(&index, "tag", None, 0, 10).1, ["notes__remove_tag"]);
     }
 
     #[test]

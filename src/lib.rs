@@ -15,6 +15,7 @@ use std::fmt;
 pub mod index;
 pub mod names;
 pub mod page;
+pub mod synonyms;
 pub mod terms;
 pub mod tokenize;
 

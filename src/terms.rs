@@ -250,6 +250,13 @@ impl<S: BuildHasher + Default> Dictionary<S> {
         class.map_or(&[], |class| &self.members[class as usize])
     }
 
+    /// The terms whose stem is `stem` (empty if none).
+    pub fn stem_members(&self, stem: &str) -> &[u32] {
+        self.classes
+            .get(stem)
+            .map_or(&[], |&class| &self.members[class as usize])
+    }
+
     /// Renumbers the terms: `remap[old]` is the new id, or `u32::MAX` to drop the term. New ids
     /// must be dense (`0..kept`) and keep the old order.
     pub fn remap(&mut self, remap: &[u32]) {

@@ -15,7 +15,7 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_core import ValidationError
-from pydantic_ai.toolsets import AbstractToolset, AgentToolset
+from pydantic_ai.toolsets import AbstractToolset, AgentToolset, PrefixedToolset, RenamedToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
 
 from . import _core
@@ -261,8 +261,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         return request_context
 
     def _refuse_rewrapping(self, foreign: Sequence[Any]) -> None:
-        """Fail when a toolset wrapper re-owns the proxy's tools (Pydantic AI's `PrefixTools` around this capability
-        or around a `CombinedCapability` holding it, `proxy.get_toolset().prefixed(...)` installed as a toolset): those
+        """Fail when a renaming toolset re-owns the proxy's tools (Pydantic AI's `PrefixTools` around this capability
+        or around a `CombinedCapability` holding it, `proxy.get_toolset().prefixed(...)` or `.renamed(...)` installed as
+        a toolset): those
         copies of its members would be offered to the model and run when called directly, and the controls would not
         see them. `foreign` holds the step's toolsets that own tools other than members (`Directory.foreign_toolsets`,
         a few per step); each is searched through `wrapped` and `toolsets`, a few levels deep.
@@ -271,7 +272,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             UserError: naming the wrapper.
         """
         for owner in foreign:
-            if owner is self._controls:
+            # Renaming wrappers are the toolsets that re-own the tools they wrap (`toolset=self`); a wrapper that
+            # only adds tools of its own around everything (Pydantic AI's native tool search) leaves ours alone.
+            if not isinstance(owner, (PrefixedToolset, RenamedToolset)):
                 continue
             stack: list[tuple[Any, int]] = [(owner, 0)]
             while stack:

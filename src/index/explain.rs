@@ -153,7 +153,7 @@ impl SearchIndex {
             let mut union: Vec<u32> = Vec::new();
             let mut tf = [0u16; FIELDS];
             let mut found = false;
-            for &member in token.class {
+            for &member in token.class.iter() {
                 let list = scorer.postings(member);
                 union.extend(
                     list.iter()

@@ -25,6 +25,7 @@
 //! in a fixed token order), so the pruning never changes a ranking: the
 //! `pruning_never_changes_the_window` test checks this against scoring without it.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
@@ -114,8 +115,9 @@ pub(super) struct QueryToken<'a> {
     pub(super) text: Box<str>,
     /// The token's own term, if indexed.
     pub(super) term: Option<u32>,
-    /// The terms sharing its stem (empty if none is indexed).
-    pub(super) class: &'a [u32],
+    /// The terms sharing its stem, and those of its synonyms' stems (`crate::synonyms`), sorted;
+    /// empty if none is indexed.
+    pub(super) class: Cow<'a, [u32]>,
     /// 1, or `STOPWORD_WEIGHT` for an English function word.
     pub(super) weight: f32,
     /// A function word in a query with other indexed tokens: it scores the documents the other
@@ -353,7 +355,7 @@ impl<'i> Scorer<'i> {
         }
         if class_too && token.has_variants() {
             let mut largest = 0;
-            for &member in token.class {
+            for &member in token.class.iter() {
                 let list = self.postings(member);
                 postings += list.len();
                 largest = largest.max(self.live_df(list));
@@ -421,7 +423,7 @@ impl<'i> Scorer<'i> {
         }
         let mut class_docs = std::mem::take(&mut scratch.class_docs);
         class_docs.clear();
-        for &member in token.class {
+        for &member in token.class.iter() {
             for posting in self.postings(member) {
                 if !self.everything && !self.index.alive[posting.doc as usize] {
                     continue;
@@ -771,7 +773,7 @@ impl SearchIndex {
             for planned in deferred {
                 let token = planned.token;
                 let class: &[u32] = if token.has_variants() {
-                    token.class
+                    &token.class
                 } else {
                     &[]
                 };
