@@ -34,9 +34,12 @@ const GROUPS: &[&[&str]] = &[
     &["read", "load"],
 ];
 
+/// Stem -> the stems of the other words of its group.
+type ByStem = HashMap<Box<str>, Box<[Box<str>]>>;
+
 /// The stems of the other words in the synonym group of `token`'s stem (empty when none).
 pub fn synonyms(token: &str) -> &'static [Box<str>] {
-    static BY_STEM: OnceLock<HashMap<Box<str>, Box<[Box<str>]>>> = OnceLock::new();
+    static BY_STEM: OnceLock<ByStem> = OnceLock::new();
     let by_stem = BY_STEM.get_or_init(|| {
         let mut by_stem = HashMap::new();
         for group in GROUPS {
