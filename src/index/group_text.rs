@@ -23,7 +23,7 @@ use crate::tokenize::for_each_token;
 pub(super) const GROUP_TEXT_WEIGHT: f32 = 0.6;
 /// What a query token found in a group's description counts toward the coordination factor of
 /// the group's members (a token found in a member's own fields counts 1).
-pub(super) const GROUP_TEXT_COORDINATION: f32 = 1.0;
+pub(super) const GROUP_TEXT_COORDINATION: f32 = 0.5;
 /// BM25 length normalization of group descriptions.
 const GROUP_TEXT_LENGTH_NORMALIZATION: f32 = 0.5;
 /// Tokens of one description that are indexed (a description is at most 512 characters).

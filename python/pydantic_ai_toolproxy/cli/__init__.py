@@ -48,7 +48,7 @@ async def _run(ns: argparse.Namespace) -> int:
             if command == 'search':
                 return await run_search(
                     surface, out, progress,
-                    query=ns.query, group=ns.search_group, limit=ns.limit, offset=ns.offset,
+                    query=ns.query, group=ns.search_group, limit=ns.limit, offset=ns.offset, explain=ns.explain,
                 )
             return await run_check(surface, out, progress, strict=ns.strict)
 
@@ -64,6 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ns.command is None:
         parser.print_help(sys.stderr)
         return 2
+    for name in ('query', 'search_group'):
+        value = getattr(ns, name, None)
+        if isinstance(value, str) and not _encodes(value):
+            print(f'toolproxy: error: {name.removeprefix("search_")} is not valid UTF-8 text', file=sys.stderr)
+            return 2
     pydantic_ai.BANNER_ENABLED = False  # a public switch of Pydantic AI; older versions ignore it
     try:
         status = asyncio.run(_run(ns))
@@ -79,3 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not report the pipe again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _encodes(text: str) -> bool:
+    """Whether `text` is valid Unicode (argv bytes that are not UTF-8 arrive as lone surrogates)."""
+    try:
+        text.encode('utf-8')
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -94,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument('--group', dest='search_group', metavar='G', help='search only this group')
     search.add_argument('--limit', type=_integer, metavar='N', help='results per page (the model default when omitted)')
     search.add_argument('--offset', type=_integer, metavar='K', help='a next_offset from an earlier page')
+    search.add_argument(
+        '--explain', action='store_true',
+        help='also show, for each result, the query words it matched, in which field, and their share of its score',
+    )
     check = commands.add_parser('check', help='everything that would fail or misbehave at runtime (exit 1 on errors)')
     check.add_argument('--strict', action='store_true', help='exit 1 on warnings too')
     for sub in (inspect, search, check):

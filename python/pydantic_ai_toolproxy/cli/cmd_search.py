@@ -8,6 +8,7 @@ control once with the given arguments, and the command prints the `ToolReturnPar
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 from .._search import entry_size
@@ -28,8 +29,13 @@ async def run_search(
     group: str | None = None,
     limit: int | None = None,
     offset: int | None = None,
+    explain: bool = False,
 ) -> int:
     """Run one search the way the model would and print the page.
+
+    With `explain`, each result is followed by why it scored what it did (`ToolProxyCapability.explain`): every
+    query word it matched, the field it matched in and its share of the score (`--json` adds an `explain` list
+    beside the page: `{"page": ..., "explain": [...]}`).
 
     Only the arguments given are sent (the model may omit `group`, `limit` and `offset` too).
     `--json` prints the tool return exactly as the model receives it (compact JSON, UTF-8); otherwise a
@@ -52,10 +58,11 @@ async def run_search(
         args['limit'] = limit
     if offset is not None:
         args['offset'] = offset
+    capability = surface.capability()
     with progress.step(f'searching {json.dumps(args, ensure_ascii=False)}'):
         run = await probe(
             toolsets=surface.direct_toolsets(),
-            capabilities=[*surface.direct_capabilities(), surface.capability()],
+            capabilities=[*surface.direct_capabilities(), capability],
             calls=lambda snapshot: [(config.search_name, args)] if config.search_name in snapshot.offered() else [],
         )
     if run.error is not None:
@@ -72,10 +79,14 @@ async def run_search(
             out.error(f'the search was {"refused" if part.outcome == "retried" else part.outcome}: {message}')
         return 1
     text = part.model_response_str()
-    if out.as_json:
-        out.raw(text)
-        return 0
     page = json.loads(text)
+    why = capability.explain(query, [(e['group'], e['tool']) for e in page['tools']]) if explain else []
+    if out.as_json:
+        if explain:
+            out.json({'page': page, 'explain': [asdict(w) for w in why]})
+        else:
+            out.raw(text)
+        return 0
     start = offset or 0
     out.line(f'{config.search_name} {json.dumps(args, ensure_ascii=False)}')
     if page['tools']:
@@ -88,6 +99,12 @@ async def run_search(
         )
     else:
         out.line('(no tools on this page)')
+    for i, w in enumerate(why):
+        parts = ', '.join(
+            f'{m.token} in {m.field}{" (stem)" if m.via_stem else ""} {m.share:.0%}' for m in w.matches
+        ) or 'no word matched'
+        head = 'exact name; ' if w.exact else ''
+        out.line(f'{start + i + 1}. {w.group}/{w.tool}: {head}score {w.score:.2f} (coordination {w.coordination:.2f}): {parts}')
     next_offset = page['next_offset']
     out.line(
         f'total {num(page["total"])}, next_offset {"null" if next_offset is None else next_offset}, '
