@@ -15,8 +15,9 @@
 
 Every ranker of ``bench/rankers.py`` is built over the corpus and asked, for each query, for its first 10
 results; this package is asked through real ``search_proxy_tools`` calls of an agent run. A query counts as
-found at rank r when r is the best rank of any of its relevant tools (``group__tool``). Metrics, overall (all
-queries alike) and per category:
+found at rank r when r is the best rank of any of its relevant tools (``group__tool``); a search the control
+refuses (one BFCL question is over its 4,096-byte query limit) counts as not found and is reported under the
+table. Metrics, overall (all queries alike) and per category:
 
 * Recall@k: share of queries found at rank <= k;
 * MRR@10: mean of 1 / rank, 0 for a query not found in the first 10.
