@@ -44,14 +44,19 @@ class Screen:
     status: int
 
 
-def on_terminal(*args: str, timeout: float = 300) -> Screen:
-    """Run `python -m pydantic_ai_toolproxy ARGS` with stdin, stdout and stderr on one pty of COLUMNS x ROWS."""
+def on_terminal(*args: str, timeout: float = 300, stdout_to: Path | None = None) -> Screen:
+    """Run `python -m pydantic_ai_toolproxy ARGS` with stdin, stdout and stderr on one pty of COLUMNS x ROWS.
+
+    `stdout_to` redirects only stdout to that file (`toolproxy ... > file` typed at a terminal).
+    """
     argv = [sys.executable, '-m', 'pydantic_ai_toolproxy', *args]
     env = _env()
     pid, fd = pty.fork()
     if pid == 0:  # the child: size its terminal before anything asks for it
         try:
             fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack('HHHH', ROWS, COLUMNS, 0, 0))
+            if stdout_to is not None:
+                os.dup2(os.open(stdout_to, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), 1)
             os.chdir(ROOT)
             os.execve(argv[0], argv, env)
         finally:
@@ -154,3 +159,22 @@ def test_a_closed_pipe_ends_quietly() -> None:
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141
     assert err == ''
+
+
+def test_json_on_a_terminal_is_the_piped_document() -> None:
+    args = [*CLEAN, 'search', 'record', '--json']
+    screen, plain = on_terminal(*args), piped(*args)
+    assert screen.status == 0 and plain.returncode == 0, plain.stderr
+    assert_clean(screen)
+    # The compact JSON line is wider than the screen (the emulator wraps it), so compare the bytes written last.
+    assert screen.raw.decode().replace('\r\n', '\n').endswith(plain.stdout)  # one line, not re-wrapped
+    assert screen.lines[-1] and plain.stdout.rstrip().endswith(screen.lines[-1])
+
+
+def test_stdout_redirected_to_a_file_gets_all_of_it_while_progress_stays_on_the_terminal(tmp_path: Path) -> None:
+    args = [*DEMO_CONFIG, 'search', 'convert temperature', '--limit', '4']
+    out = tmp_path / 'out.txt'
+    screen, plain = on_terminal(*args, stdout_to=out), piped(*args)
+    assert screen.status == 0 and plain.returncode == 0, plain.stderr
+    assert out.read_text() == plain.stdout  # byte for byte what a pipe gets
+    assert b'starting MCP server' in screen.raw and screen.lines == []  # the progress was shown, then erased

@@ -39,8 +39,9 @@ async def _run(ns: argparse.Namespace) -> int:
     from .cmd_inspect import run_inspect
     from .cmd_search import run_search
 
-    with Progress() as progress:
-        out = Output(as_json=getattr(ns, 'json', False), before_write=progress.close)
+    progress = Progress()
+    out = Output(as_json=getattr(ns, 'json', False), before_write=progress.close)  # the real stdout, taken first
+    with progress:
         async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress) as surface:
             command = ns.command
             if command == 'inspect':

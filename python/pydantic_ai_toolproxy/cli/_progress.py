@@ -50,6 +50,9 @@ class Progress:
                 TimeElapsedColumn(),
                 console=self.console,
                 transient=True,
+                # Leave sys.stdout and sys.stderr alone: results go to the real stdout, never through the display.
+                redirect_stdout=False,
+                redirect_stderr=False,
             )
             self._progress.__enter__()
         return self
