@@ -74,10 +74,11 @@ pub const MAX_DESCRIPTION_BYTES: usize = 16 * 1024;
 pub const MAX_PARAMETER_TEXT_BYTES: usize = 16 * 1024;
 /// Most tokens indexed per field of one record.
 pub const MAX_FIELD_TOKENS: u32 = 4096;
-/// Longest query, in UTF-8 bytes, that the search control accepts from a model (4 KiB: agent
-/// queries are 5-20 words). The core itself ranks any query in time linear in its distinct
+/// Longest query, in UTF-8 bytes, that the search control accepts from a model (8 KiB: agent
+/// queries are 5-20 words, and a pasted question of a few KB still fits; BFCL's longest is
+/// 4.7 KB). The core itself ranks any query in time linear in its distinct
 /// tokens; the cap bounds how long one search holds the index lock on the caller's thread.
-pub const MAX_QUERY_BYTES: usize = 4096;
+pub const MAX_QUERY_BYTES: usize = 8192;
 
 const FIELDS: usize = 5;
 const NAME: usize = 0;

@@ -10,6 +10,24 @@ Strings holding lone surrogates are accepted: each surrogate is read as U+FFFD.
 
 from typing import final
 
+__all__ = [
+    'GROUP_NAME_PATTERN',
+    'CANONICAL_SEPARATOR',
+    'MAX_DESCRIPTION_CHARS',
+    'MIN_SEARCH_BYTES',
+    'MAX_SEARCH_BYTES',
+    'MAX_RESULTS_LIMIT',
+    'MAX_QUERY_BYTES',
+    'validate_group_name',
+    'validate_group_description',
+    'validate_tool_name',
+    'validate_config',
+    'canonical_name',
+    'split_canonical_name',
+    'plan_page',
+    'SearchIndex',
+]
+
 GROUP_NAME_PATTERN: str
 """``"^[A-Za-z][A-Za-z0-9_-]{0,31}$"``; a group name must also not contain ``"__"``."""
 
@@ -29,7 +47,7 @@ MAX_RESULTS_LIMIT: int
 """``100``: the largest accepted ``max_results``."""
 
 MAX_QUERY_BYTES: int
-"""``4096``: the longest query, in UTF-8 bytes, that the search control accepts from a model."""
+"""``8192``: the longest query, in UTF-8 bytes, that the search control accepts from a model."""
 
 def validate_group_name(name: str) -> None:
     """Raise ``ValueError`` unless ``name`` is a valid group name.
@@ -141,7 +159,7 @@ class SearchIndex:
     def remove(self, keys: list[str]) -> None:
         """Remove records by key; unknown keys are ignored."""
 
-    def set_group_description(self, group: str, text: str) -> None:
+    def set_group_description(self, group: str, description: str) -> None:
         """Set the description of ``group`` (``""`` removes it): a field shared by the group's members, indexed
         once for the group (no memory per member). A query's tokens found in it add the group's gain to every
         member the query finds; a query that finds no member but matches descriptions browses the matching

@@ -120,7 +120,10 @@ fn plan_page(
 }
 
 /// Panics with `message` inside the guard every entry point uses: for tests that a core panic
-/// surfaces as `RuntimeError` (not as pyo3's `PanicException`, a `BaseException`).
+/// surfaces as `RuntimeError` (not as pyo3's `PanicException`, a `BaseException`). Only in
+/// builds with the `test-hooks` feature (`scripts/bootstrap`'s development build), never in a
+/// wheel.
+#[cfg(feature = "test-hooks")]
 #[pyfunction]
 fn _panic_for_tests(message: &Bound<'_, PyString>) -> PyResult<()> {
     let message = text(message).into_owned();
@@ -144,6 +147,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(split_canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(plan_page, module)?)?;
+    #[cfg(feature = "test-hooks")]
     module.add_function(wrap_pyfunction!(_panic_for_tests, module)?)?;
     module.add_class::<index::PySearchIndex>()?;
     Ok(())
