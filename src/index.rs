@@ -732,15 +732,7 @@ impl SearchIndex {
         limit: usize,
         prune: bool,
     ) -> (usize, Vec<Arc<str>>) {
-        let allowed: Option<Vec<bool>> = groups.map(|names| {
-            let mut allowed = vec![false; self.groups.len()];
-            for name in names {
-                if let Some(&id) = self.group_ids.get(*name) {
-                    allowed[id as usize] = true;
-                }
-            }
-            allowed
-        });
+        let allowed = self.allowed_groups(groups);
         let tokens = self.query_tokens(query);
         let allowed = allowed.as_deref();
         let exact = self.exact_matches(query, allowed);
@@ -841,27 +833,38 @@ impl SearchIndex {
 
     /// The group gain of each group for `query` (see [`group_text`]), by group id; empty when no
     /// group description matches.
+    /// `[gain, matched]`: the summed gains, and `GROUP_TEXT_COORDINATION` per matched token
+    /// toward the members' coordination factor.
     fn group_gains(&self, query: &str) -> Vec<[f32; 2]> {
         if self.group_texts.is_empty() {
             return Vec::new();
         }
-        self.group_texts.gains(
-            query,
-            self.groups.len(),
-            |name| {
-                self.group_ids
-                    .get(name)
-                    .copied()
-                    .filter(|&id| !self.groups[id as usize].members.is_empty())
-            },
-            |id| self.groups[id as usize].members.len(),
-            |token| {
-                self.terms
-                    .get(token)
-                    .map_or(0, |term| self.postings[term as usize].as_slice().len())
-            },
-            self.live,
-        )
+        let mut gains = vec![[0.0f32; 2]; self.groups.len()];
+        let mut any = false;
+        self.each_group_gain(query, |id, _, gain| {
+            let [total, matched] = &mut gains[id as usize];
+            *total += gain;
+            *matched += group_text::GROUP_TEXT_COORDINATION;
+            any = true;
+        });
+        if any {
+            gains
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The selection mask of `groups` by group id (`None`: every group).
+    fn allowed_groups(&self, groups: Option<&[&str]>) -> Option<Vec<bool>> {
+        groups.map(|names| {
+            let mut allowed = vec![false; self.groups.len()];
+            for name in names {
+                if let Some(&id) = self.group_ids.get(*name) {
+                    allowed[id as usize] = true;
+                }
+            }
+            allowed
+        })
     }
 
     fn browse(
@@ -1685,7 +1688,7 @@ mod tests {
             (2, vec!["web__click".to_owned(), "web__navigate".to_owned()])
         );
         // The group's words decide between an own match elsewhere and the described group.
-        let (total, keys) = search(&index, "browser automation open a page", None, 0, 10);
+        let (total, keys) = search(&index, "browser automation open a web page", None, 0, 10);
         assert_eq!(total, 3);
         assert_eq!(keys[2], "fs__open_file", "{keys:?}");
         // A description adds to members' own matches: `write` in both groups, `disk` in fs's text.

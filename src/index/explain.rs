@@ -71,15 +71,7 @@ impl SearchIndex {
             self.by_key.get(key).iter().copied().find(|&doc| {
                 self.alive[doc as usize] && self.docs[doc as usize].name.key() == key
             })?;
-        let allowed: Option<Vec<bool>> = groups.map(|names| {
-            let mut allowed = vec![false; self.groups.len()];
-            for name in names {
-                if let Some(&id) = self.group_ids.get(*name) {
-                    allowed[id as usize] = true;
-                }
-            }
-            allowed
-        });
+        let allowed = self.allowed_groups(groups);
         let scorer = Scorer::new(self, allowed.as_deref());
         let tokens = self.query_tokens(query);
         let exact = self.exact_matches(query, None).contains(&doc);

@@ -83,39 +83,11 @@ impl GroupTexts {
         self.lengths.insert(name, length as u16);
     }
 
-    /// The group gain of every group, `[gain, matched]` by group id (empty when no description
-    /// matches): for each distinct non-function-word token of `query` whose stem a description
-    /// holds, `idf * BM25(tf)` over that description, and `GROUP_TEXT_COORDINATION` toward the
-    /// coordination factor. `group_id` maps a name to its id (`None`: the
-    /// group has no live member), `members` gives a group's live member count, `doc_df` the
-    /// live documents holding a token in their own fields; `live` is the live document count.
-    pub(super) fn gains(
-        &self,
-        query: &str,
-        groups: usize,
-        group_id: impl Fn(&str) -> Option<u32>,
-        members: impl Fn(u32) -> usize,
-        doc_df: impl Fn(&str) -> usize,
-        live: usize,
-    ) -> Vec<[f32; 2]> {
-        let mut gains = vec![[0.0f32; 2]; groups];
-        let mut any = false;
-        self.each_gain(query, group_id, members, doc_df, live, |id, _, gain| {
-            let [total, matched] = &mut gains[id as usize];
-            *total += gain;
-            *matched += GROUP_TEXT_COORDINATION;
-            any = true;
-        });
-        if any {
-            gains
-        } else {
-            Vec::new()
-        }
-    }
-
     /// Calls `found(group id, query token, gain)` for each distinct non-function-word token of
-    /// `query` (up to `MAX_QUERY_STEMS`) and each group whose description holds its stem (see
-    /// [`Self::gains`] for the arguments).
+    /// `query` (up to `MAX_QUERY_STEMS`) and each group whose description holds its stem, `gain`
+    /// being `idf * BM25(tf)` over that description. `group_id` maps a name to its id (`None`:
+    /// the group has no live member), `members` gives a group's live member count, `doc_df` the
+    /// live documents holding a token in their own fields; `live` is the live document count.
     pub(super) fn each_gain(
         &self,
         query: &str,
