@@ -34,6 +34,13 @@ def test_every_private_import_of_the_package_is_listed() -> None:
         assert not unlisted, f'{path.relative_to(PACKAGE)} imports private Pydantic AI names not listed in _private.py: {unlisted}'
 
 
+def test_only_the_list_imports_private_names() -> None:
+    for path in sorted(PACKAGE.rglob('*.py')):
+        if path.name != '_private.py':
+            found = private_imports(path.read_text())
+            assert not found, f'{path.relative_to(PACKAGE)} imports {found} from Pydantic AI directly: import them from ._private'
+
+
 def test_each_listed_name_is_documented_and_resolves() -> None:
     doc = _private.__doc__ or ''
     for _module, name in private_imports((PACKAGE / '_private.py').read_text()):

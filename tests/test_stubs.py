@@ -24,3 +24,11 @@ def test_only_the_test_hook_is_allowlisted() -> None:
     public = set(_core.__all__) - {'_panic_for_tests'}
     stub = Path(_core.__file__).with_name('_core.pyi').read_text()
     assert all(f"'{name}'" in stub for name in public)
+
+
+def test_the_version_is_the_crates_and_the_distributions() -> None:
+    from importlib.metadata import version
+
+    import pydantic_ai_toolproxy
+
+    assert pydantic_ai_toolproxy.__version__ == _core.__version__ == version('pydantic-ai-toolproxy')

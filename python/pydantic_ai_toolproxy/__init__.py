@@ -2,12 +2,12 @@
 
 Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for a13n-harness hosts
 `ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
-`pydantic_ai_toolproxy.harness.build`). `__version__` is the installed distribution's version, which
-maturin takes from Cargo.toml (the one place it is written).
+`pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
+`ToolProxyCapability.explain`. `__version__` is the Rust extension's, from Cargo.toml (the one place it is
+written; maturin gives the wheel the same).
 """
 
-from importlib.metadata import version as _version
-
+from . import _core
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, TermMatch
@@ -23,4 +23,4 @@ __all__ = (
     'ToolProxyPlan',
     'ToolProxySelection',
 )
-__version__ = _version('pydantic-ai-toolproxy')
+__version__: str = _core.__version__

@@ -11,6 +11,7 @@ Strings holding lone surrogates are accepted: each surrogate is read as U+FFFD.
 from typing import final
 
 __all__ = [
+    '__version__',
     'GROUP_NAME_PATTERN',
     'CANONICAL_SEPARATOR',
     'MAX_DESCRIPTION_CHARS',
@@ -27,6 +28,9 @@ __all__ = [
     'plan_page',
     'SearchIndex',
 ]
+
+__version__: str
+"""The package version, from Cargo.toml (the one place it is written)."""
 
 GROUP_NAME_PATTERN: str
 """``"^[A-Za-z][A-Za-z0-9_-]{0,31}$"``; a group name must also not contain ``"__"``."""

@@ -17,12 +17,12 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import InstructionPart
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset, WrapperToolset
-from pydantic_ai.toolsets._dynamic import DynamicToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
 from ._codeact import harness_run, member_tool, source_tool
 from ._names import SEPARATOR, canonical_name, local_name
+from ._private import DynamicToolset
 from ._same import same_value
 
 __all__ = ('GroupMemberToolset', 'GroupSourceCapability', 'unsupported_member_reason')

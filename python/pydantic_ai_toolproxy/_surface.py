@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic_ai._utils import gather
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import AgentDepsT, RunContext
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -21,6 +20,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._controls import ControlToolset
 from ._members import GroupMemberToolset
+from ._private import gather
 
 __all__ = ('ProxySurfaceToolset',)
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
-from pydantic_ai._instructions import AgentInstructions, normalize_instructions
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability, WrapperCapability
 from pydantic_ai.capabilities.abstract import RawToolArgs
 from pydantic_ai.exceptions import ModelRetry, UserError
@@ -16,7 +15,6 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_core import ValidationError
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset, PrefixedToolset, RenamedToolset
-from pydantic_ai.toolsets._dynamic import DynamicToolset
 
 from . import _core
 from ._call import dispatching, envelope_retry, search_arguments_retry
@@ -24,6 +22,7 @@ from ._controls import ControlToolset, advertised_controls
 from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
 from ._names import canonical_name
+from ._private import AgentInstructions, DynamicToolset, normalize_instructions
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset
 from ._unknown import shorten_unknown_tool_retries

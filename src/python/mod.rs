@@ -133,6 +133,7 @@ fn _panic_for_tests(message: &Bound<'_, PyString>) -> PyResult<()> {
 /// Rust core of pydantic-ai-toolproxy: validation, canonical names, search index, page planning.
 #[pymodule]
 fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add("GROUP_NAME_PATTERN", names::GROUP_NAME_PATTERN)?;
     module.add("CANONICAL_SEPARATOR", names::CANONICAL_SEPARATOR)?;
     module.add("MAX_DESCRIPTION_CHARS", names::MAX_DESCRIPTION_CHARS)?;
