@@ -1,4 +1,4 @@
-"""The agent-query development set of issue 14 (bench/agent_queries/) loads and is well-formed.
+"""The agent-query development set (bench/agent_queries/) loads and is well-formed.
 
 Checks the shipped data only (no server is installed or started): the catalogue is valid JSON with one group per
 server, group names and descriptions the proxy accepts, unique tool names per group; every query is 5-20 words,
@@ -19,7 +19,7 @@ from pydantic_ai_toolproxy import _core
 BENCH = Path(__file__).resolve().parents[1] / 'bench'
 sys.path.insert(0, str(BENCH))
 
-from agent_corpus import (
+from agent_corpus import (  # noqa: E402 - bench/ is put on sys.path above
     CATALOGUE,
     QUERIES,
     load_agent_queries,

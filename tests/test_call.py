@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import Script, last_return, returns
+from conftest import Script, returns
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.exceptions import CallDeferred, UsageLimitExceeded

@@ -265,7 +265,7 @@ def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any], member: Memb
                 f'{_error_summary(content, ("arguments",))}. Fix `arguments` to match its parameters_json_schema '
                 f'(`{search_name}` with group={member.group!r} returns it) and call again.'
             )
-        part = replace(part, tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id, content=content)
+        part = replace(part, tool_name=ctx.tool_name or part.tool_name, tool_call_id=ctx.tool_call_id or part.tool_call_id, content=content)
     return ToolRetryError(part)
 
 

@@ -12,14 +12,13 @@ from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
 from typing import Any, TypeVar
 
-from pydantic_ai.capabilities import AbstractCapability, WrapperCapability
+from pydantic_ai.capabilities import WrapperCapability
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import InstructionPart
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from . import _core
 from ._codeact import harness_run, member_tool, source_tool
 from ._names import SEPARATOR, canonical_name, local_name
 from ._private import DynamicToolset
@@ -103,14 +102,14 @@ def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
         if def_getter(old_def) != def_getter(new_def):
             return False
         # The definition's JSON-like fields (schemas, metadata), one by one: this is the hot path.
-        before, after = old_def.parameters_json_schema, new_def.parameters_json_schema
-        if before is not after and not same_value(before, after):
+        schema, new_schema = old_def.parameters_json_schema, new_def.parameters_json_schema
+        if schema is not new_schema and not same_value(schema, new_schema):
             return False
-        before, after = old_def.return_schema, new_def.return_schema
-        if before is not after and not same_value(before, after):
+        returns, new_returns = old_def.return_schema, new_def.return_schema
+        if returns is not new_returns and not same_value(returns, new_returns):
             return False
-        before, after = old_def.metadata, new_def.metadata
-        return before is after or same_value(before, after)
+        metadata, new_metadata = old_def.metadata, new_def.metadata
+        return metadata is new_metadata or same_value(metadata, new_metadata)
     except Exception:  # a comparison that fails means "changed": a rebuilt circular schema, an `==` that raises
         return False
 
@@ -190,7 +189,8 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     @property
     def description(self) -> str:
         """The group's description, as configured on the owning proxy."""
-        return getattr(self.owner, 'descriptions', {}).get(self.group, '')
+        descriptions: dict[str, str] = getattr(self.owner, 'descriptions', {})
+        return descriptions.get(self.group, '')
 
     @property
     def label(self) -> str:

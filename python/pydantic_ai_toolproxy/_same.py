@@ -26,10 +26,10 @@ def same_value(a: object, b: object) -> bool:
     kind = type(a)
     if kind is not type(b):
         return False
-    if kind is dict:
-        return len(a) == len(b) and all(map(same_value, a, b)) and all(same_value(a[k], b[k]) for k in a)  # type: ignore[index, call-overload]
-    if kind is list or kind is tuple:
-        return len(a) == len(b) and all(map(same_value, a, b))  # type: ignore[arg-type]
-    if kind is float:
-        return a == b and copysign(1.0, a) == copysign(1.0, b)  # type: ignore[arg-type]
+    if isinstance(a, dict) and isinstance(b, dict) and kind is dict:
+        return len(a) == len(b) and all(map(same_value, a, b)) and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and (kind is list or kind is tuple):
+        return len(a) == len(b) and all(map(same_value, a, b))
+    if isinstance(a, float) and isinstance(b, float) and kind is float:
+        return a == b and copysign(1.0, a) == copysign(1.0, b)
     return bool(a == b)

@@ -80,7 +80,8 @@ class ToolProxyPluginAdapter(AbstractHarnessPlugin):
 
     @property
     def plugin_id(self) -> str:
-        return self.wrapped.plugin_id
+        plugin_id: str = self.wrapped.plugin_id
+        return plugin_id
 
     def get_ordering(self) -> PluginOrdering:
         return self.wrapped.get_ordering()

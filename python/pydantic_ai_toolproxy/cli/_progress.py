@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress as RichProgress
+from rich.progress import Progress as RichProgress, TaskID
 from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
 
 __all__ = ('Progress',)
@@ -28,7 +28,7 @@ class Step:
         """Show `text` with a check mark in place of the step's label (nothing once the display is closed)."""
         progress = self._owner._progress
         if progress is not None and self._task is not None:
-            progress.update(self._task, description=f'[green]✓[/] {escape(text)}', completed=1, refresh=True)
+            progress.update(TaskID(self._task), description=f'[green]✓[/] {escape(text)}', completed=1, refresh=True)
 
 
 class Progress:

@@ -25,7 +25,11 @@ def _mcp_toolsets(surface: Surface) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = []
     for origin, source in surface.all_sources():
         if isinstance(source, AbstractToolset):
-            source.apply(lambda ts, origin=origin: found.append((origin, ts)) if isinstance(ts, MCPToolset) else None)
+            def collect(ts: AbstractToolset[Any], origin: str = origin) -> None:
+                if isinstance(ts, MCPToolset):
+                    found.append((origin, ts))
+
+            source.apply(collect)
     return found
 
 

@@ -232,7 +232,7 @@ def _resolve(spec: SourceSpec, value: Any, configs: list[ToolProxyConfig]) -> li
             if spec.presentation == 'direct':
                 raise SourceError(f'{label} is a ToolProxyCapability; it cannot be presented directly')
             configs.append(value.config)
-            entries = [(name, g.source, g.description) for name, g in value.groups.items()]
+            entries: list[tuple[str, Source, str | None]] = [(n, g.source, g.description) for n, g in value.groups.items()]
         else:
             entries = _group_entries(value, label)
         if spec.presentation == 'direct':

@@ -126,7 +126,8 @@ def _page(part: ToolReturnPart | None) -> dict[str, Any] | str:
         return 'no result'
     if part.outcome != 'success':
         return part.model_response_str(wrap_if_error=False)
-    return json.loads(part.model_response_str())
+    page: dict[str, Any] = json.loads(part.model_response_str())
+    return page
 
 
 def _search_problems(run: ProbeRun, plan: list[tuple[str, Member]], budget: int) -> list[Problem]:
