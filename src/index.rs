@@ -79,6 +79,8 @@ pub const MAX_FIELD_TOKENS: u32 = 4096;
 /// 4.7 KB). The core itself ranks any query in time linear in its distinct
 /// tokens; the cap bounds how long one search holds the index lock on the caller's thread.
 pub const MAX_QUERY_BYTES: usize = 8192;
+/// Adjacent word pairs of a query looked up as compounds (`file system` -> `filesystem`).
+const MAX_COMPOUND_PAIRS: usize = 1024;
 
 const FIELDS: usize = 5;
 const NAME: usize = 0;
@@ -758,23 +760,45 @@ impl SearchIndex {
     /// English function words are optional (they score only what the other tokens find) unless no
     /// other token can find a document.
     fn query_tokens(&self, query: &str) -> Vec<QueryToken<'_>> {
-        let mut distinct: FxSet<String> = FxSet::default();
-        let mut tokens: Vec<QueryToken<'_>> = Vec::new();
-        for_each_token(query, |token| {
-            if distinct.contains(token) {
-                return;
+        // The query's tokens in order (repeats included), then each distinct one.
+        let mut sequence: Vec<String> = Vec::new();
+        for_each_token(query, |token| sequence.push(token.to_owned()));
+        // Compounds: two adjacent words whose concatenation is an indexed term ("file system" and
+        // `filesystem`) join that term to both words' classes.
+        let mut compounds: FxMap<&str, Vec<u32>> = FxMap::default();
+        for pair in sequence.windows(2).take(MAX_COMPOUND_PAIRS) {
+            let (first, second) = (pair[0].as_str(), pair[1].as_str());
+            if is_stopword(first)
+                || is_stopword(second)
+                || !first
+                    .bytes()
+                    .chain(second.bytes())
+                    .all(|b| b.is_ascii_alphanumeric())
+            {
+                continue;
             }
-            distinct.insert(token.to_owned());
+            if let Some(term) = self.terms.get(&format!("{first}{second}")) {
+                compounds.entry(first).or_default().push(term);
+                compounds.entry(second).or_default().push(term);
+            }
+        }
+        let mut distinct: FxSet<&str> = FxSet::default();
+        let mut tokens: Vec<QueryToken<'_>> = Vec::new();
+        for token in &sequence {
+            if !distinct.insert(token.as_str()) {
+                continue;
+            }
             let term = self.terms.get(token);
             let stopword = is_stopword(token);
+            let extra = compounds.get(token.as_str()).map_or(&[][..], Vec::as_slice);
             tokens.push(QueryToken {
-                text: Box::from(token),
+                text: Box::from(token.as_str()),
                 term,
-                class: self.class_with_synonyms(token, term),
+                class: self.class_with_synonyms(token, term, extra),
                 weight: if stopword { STOPWORD_WEIGHT } else { 1.0 },
                 optional: stopword,
             });
-        });
+        }
         // Function words are optional only beside a token that can find documents.
         let findable = |token: &QueryToken<'_>| token.term.is_some() || !token.class.is_empty();
         if !tokens
@@ -810,15 +834,16 @@ impl SearchIndex {
     }
 
     /// The stem class of `token` (see [`Dictionary::stem_class`]), joined with the stem classes
-    /// of its synonyms ([`crate::synonyms`]) when it has any indexed.
-    fn class_with_synonyms(&self, token: &str, term: Option<u32>) -> Cow<'_, [u32]> {
+    /// of its synonyms ([`crate::synonyms`]) and with `extra` terms (compounds it is part of).
+    fn class_with_synonyms(&self, token: &str, term: Option<u32>, extra: &[u32]) -> Cow<'_, [u32]> {
         let own = self.terms.stem_class(token, term);
         let synonyms = crate::synonyms::synonyms(token);
-        if synonyms.is_empty() {
+        if synonyms.is_empty() && extra.is_empty() {
             return Cow::Borrowed(own);
         }
         let mut union: Vec<u32> = own.to_vec();
         union.extend(term);
+        union.extend_from_slice(extra);
         for stem in synonyms {
             union.extend_from_slice(self.terms.stem_members(stem));
         }
@@ -1717,6 +1742,32 @@ mod tests {
         assert_eq!(search(&index, "erase", None, 0, 10).0, 2);
         // Without a synonym the word matches only itself.
         assert_eq!(search(&index, "tag", None, 0, 10).1, ["notes__remove_tag"]);
+    }
+
+    #[test]
+    fn two_query_words_find_their_compound() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("fs", "read", "Read a file from the filesystem"),
+            record(
+                "os",
+                "system_info",
+                "Information about the operating system",
+            ),
+        ]);
+        // `file system` finds the tool whose text says `filesystem`, as matching both words.
+        assert_eq!(
+            search(&index, "file system read", None, 0, 1).1,
+            ["fs__read"]
+        );
+        let explained = index.explain("file system", None, "fs__read").unwrap();
+        assert!(
+            explained
+                .matches
+                .iter()
+                .any(|m| m.token == "system" && m.via_stem),
+            "{explained:?}"
+        );
     }
 
     #[test]
