@@ -20,6 +20,7 @@ from pydantic_ai.toolsets import AbstractToolset, AgentToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._codeact import harness_run, member_tool, source_tool
+from ._messages import encodes
 from ._names import SEPARATOR, canonical_name, local_name
 from ._private import DynamicToolset
 from ._same import same_value
@@ -54,7 +55,7 @@ def _bad_name(name: object) -> str | None:
     Usable: a non-empty `str` that encodes as UTF-8 (no lone surrogates: such a name can be neither indexed
     under the same key nor sent to the model as JSON).
     """
-    if type(name) is str and name and (name.isascii() or _encodes(name)):
+    if type(name) is str and name and (name.isascii() or encodes(name)):
         return None
     shown = repr(name)
     return shown if len(shown) <= 80 else shown[:77] + '...'
@@ -122,14 +123,6 @@ def _unchanged_listing(
     for (name, tool), (previous_name, hit) in zip(tools.items(), previous.items()):
         if name != previous_name or not same(hit[0], tool):
             return False
-    return True
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode('utf-8')
-    except UnicodeEncodeError:
-        return False
     return True
 
 

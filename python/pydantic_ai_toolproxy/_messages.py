@@ -14,7 +14,9 @@ from typing import Any
 
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
-__all__ = ('ENVELOPE_HINT', 'MAX_MESSAGE_CHARS', 'MAX_SHOWN_CHARS', 'bounded', 'cut', 'failed', 'listing', 'retry', 'shown')
+__all__ = (
+    'ENVELOPE_HINT', 'MAX_MESSAGE_CHARS', 'MAX_SHOWN_CHARS', 'bounded', 'cut', 'encodes', 'failed', 'listing', 'retry', 'shown',
+)
 
 MAX_MESSAGE_CHARS = 2_000
 """Longest retry or failure text the proxy writes, in characters (at most 8,000 UTF-8 bytes; in practice ASCII)."""
@@ -24,6 +26,15 @@ MAX_LISTING_CHARS = 600
 """Longest list of names (groups, close names) in one message; the rest is counted, not named."""
 
 ENVELOPE_HINT = 'Expected envelope: {"group": "<group>", "tool": "<local tool name>", "arguments": {...}}.'
+
+
+def encodes(text: str) -> bool:
+    """Whether `text` is valid Unicode, i.e. encodes as UTF-8 (no lone surrogates, as non-UTF-8 argv bytes arrive)."""
+    try:
+        text.encode('utf-8')
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def cut(text: str, limit: int) -> str:

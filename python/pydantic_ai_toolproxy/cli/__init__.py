@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import pydantic_ai
 
+from .._messages import encodes
 from ._args import build_parser, config_overrides
 from ._progress import Progress
 from ._render import Output, error
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for name in ('query', 'search_group'):
         value = getattr(ns, name, None)
-        if isinstance(value, str) and not _encodes(value):
+        if isinstance(value, str) and not encodes(value):
             print(f'toolproxy: error: {name.removeprefix("search_")} is not valid UTF-8 text', file=sys.stderr)
             return 2
     pydantic_ai.BANNER_ENABLED = False  # a public switch of Pydantic AI; older versions ignore it
@@ -85,12 +86,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not report the pipe again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-
-
-def _encodes(text: str) -> bool:
-    """Whether `text` is valid Unicode (argv bytes that are not UTF-8 arrive as lone surrogates)."""
-    try:
-        text.encode('utf-8')
-    except UnicodeEncodeError:
-        return False
-    return True
