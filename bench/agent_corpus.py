@@ -47,8 +47,13 @@ def _groups() -> tuple[Group, ...]:
     groups = []
     for g in data['groups']:
         tools = tuple(
-            Tool(name=t['name'], original_name=t['name'], group=g['name'], description=t['description'] or t['name'],
-                 parameters=t['inputSchema'] or {'type': 'object', 'properties': {}})
+            Tool(
+                name=t['name'],
+                original_name=t['name'],
+                group=g['name'],
+                description=t['description'] or t['name'],
+                parameters=t['inputSchema'] or {'type': 'object', 'properties': {}},
+            )
             for t in g['tools']
         )
         groups.append(Group(g['name'], g['description'], g['description_source'], g['package'], g['version'], tools))
@@ -114,8 +119,12 @@ def group_descriptions() -> dict[str, str]:
 
 def _summary() -> dict[str, Any]:
     groups, queries = load_groups(), load_agent_queries()
-    return {'groups': len(groups), 'tools': sum(len(g.tools) for g in groups), 'queries': len(queries),
-            'bytes': CATALOGUE.stat().st_size}
+    return {
+        'groups': len(groups),
+        'tools': sum(len(g.tools) for g in groups),
+        'queries': len(queries),
+        'bytes': CATALOGUE.stat().st_size,
+    }
 
 
 if __name__ == '__main__':

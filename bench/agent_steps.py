@@ -26,7 +26,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tool_manager import ToolManager
 from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
@@ -51,19 +50,31 @@ def toolsets(fns: Sequence[ToolSpec]) -> dict[str, FunctionToolset[Any]]:
     """One `FunctionToolset` per group, holding that group's tools (each returns 'ok')."""
     by_group: dict[str, list[Tool[Any]]] = {}
     for f in fns:
-        by_group.setdefault(f.group, []).append(Tool.from_schema(_echo, name=f.name, description=f.description, json_schema=f.parameters))
+        by_group.setdefault(f.group, []).append(
+            Tool.from_schema(_echo, name=f.name, description=f.description, json_schema=f.parameters)
+        )
     return {g: FunctionToolset(ts) for g, ts in by_group.items()}
 
 
 def proxy_for(sets: dict[str, FunctionToolset[Any]]) -> ToolProxyCapability[Any]:
-    return ToolProxyCapability(groups={g: ToolProxyGroup(source=ts, description=f'{g} tools') for g, ts in sets.items()},
-                               config=ToolProxyConfig(max_results=10))
+    return ToolProxyCapability(
+        groups={g: ToolProxyGroup(source=ts, description=f'{g} tools') for g, ts in sets.items()},
+        config=ToolProxyConfig(max_results=10),
+    )
 
 
 def tool_bytes(defs: Sequence[ToolDefinition]) -> int:
     """UTF-8 bytes of the tool definitions as compact JSON objects `{name, description, parameters}`."""
-    return sum(len(json.dumps({'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
-                              separators=(',', ':'), ensure_ascii=False).encode()) for d in defs)
+    return sum(
+        len(
+            json.dumps(
+                {'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
+                separators=(',', ':'),
+                ensure_ascii=False,
+            ).encode()
+        )
+        for d in defs
+    )
 
 
 def noop() -> str:
@@ -193,7 +204,9 @@ class SearchCallTimes:
     """How many times the index changed over all runs (the first build; 1 when no tool changed)."""
 
 
-async def search_call_times(sets: dict[str, FunctionToolset[Any]], per_step: Sequence[str], batch: Sequence[str]) -> SearchCallTimes:
+async def search_call_times(
+    sets: dict[str, FunctionToolset[Any]], per_step: Sequence[str], batch: Sequence[str]
+) -> SearchCallTimes:
     """Times whole `search_proxy_tools` calls (Python in, finished page of 5 out) inside real agent steps.
 
     One run makes one search per step for each query of `per_step`, then one step with all of `batch` (run
@@ -215,11 +228,15 @@ async def search_call_times(sets: dict[str, FunctionToolset[Any]], per_step: Seq
         prompt = messages[0].parts[-1] if messages and isinstance(messages[0], ModelRequest) else None
         step = sum(1 for m in messages if isinstance(m, ModelResponse))
         if getattr(prompt, 'content', None) == WARM_UP:
-            return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': per_step[0]})] if step == 0 else [TextPart('done')])
+            return ModelResponse(
+                parts=[ToolCallPart(SEARCH, {'query': per_step[0]})] if step == 0 else [TextPart('done')]
+            )
         if step < len(per_step):
             return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': per_step[step]})])
         if step == len(per_step):
-            return ModelResponse(parts=[ToolCallPart(SEARCH, {'query': q}, tool_call_id=f'c{i}') for i, q in enumerate(batch)])
+            return ModelResponse(
+                parts=[ToolCallPart(SEARCH, {'query': q}, tool_call_id=f'c{i}') for i, q in enumerate(batch)]
+            )
         return ModelResponse(parts=[TextPart('done')])
 
     proxy = proxy_for(sets)
@@ -245,4 +262,3 @@ def capability_agents(sets: dict[str, FunctionToolset[Any]], steps: int) -> list
         Agent(stepping_model(steps), tools=[noop], capabilities=[ToolsetCapability(ts) for ts in sets.values()]),
         Agent(stepping_model(steps), tools=[noop], capabilities=[proxy_for(sets)]),
     ]
-

@@ -31,9 +31,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'examples'))
 
 # The demo's conversions (private helpers of the example loader, reused so both see the same tools).
-from bfcl_tools import GROUP_DESCRIPTIONS, _convert_parameters, _domain, _tool_name, bfcl_data_dir  # noqa: E402
+from bfcl_tools import GROUP_DESCRIPTIONS, _convert_parameters, _domain, _tool_name, bfcl_data_dir
 
-__all__ = ['CATEGORIES', 'GROUP_DESCRIPTIONS', 'Tool', 'Question', 'load_tools', 'load_questions']
+__all__ = ['CATEGORIES', 'GROUP_DESCRIPTIONS', 'Question', 'Tool', 'load_questions', 'load_tools']
 
 CATEGORIES: tuple[str, ...] = (
     'live_multiple',

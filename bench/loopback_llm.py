@@ -93,13 +93,26 @@ def openai_reply(call: dict[str, Any] | None, n: int) -> dict[str, Any]:
         message: dict[str, Any] = {'role': 'assistant', 'content': 'done'}
         finish = 'stop'
     else:
-        message = {'role': 'assistant', 'content': None, 'tool_calls': [
-            {'id': f'call_{n}', 'type': 'function',
-             'function': {'name': call['tool'], 'arguments': json.dumps(call.get('args', {}))}}]}
+        message = {
+            'role': 'assistant',
+            'content': None,
+            'tool_calls': [
+                {
+                    'id': f'call_{n}',
+                    'type': 'function',
+                    'function': {'name': call['tool'], 'arguments': json.dumps(call.get('args', {}))},
+                }
+            ],
+        }
         finish = 'tool_calls'
-    return {'id': f'chatcmpl-{n}', 'object': 'chat.completion', 'created': int(time.time()), 'model': 'loopback',
-            'choices': [{'index': 0, 'message': message, 'finish_reason': finish, 'logprobs': None}],
-            'usage': {'prompt_tokens': 1, 'completion_tokens': 1, 'total_tokens': 2}}
+    return {
+        'id': f'chatcmpl-{n}',
+        'object': 'chat.completion',
+        'created': int(time.time()),
+        'model': 'loopback',
+        'choices': [{'index': 0, 'message': message, 'finish_reason': finish, 'logprobs': None}],
+        'usage': {'prompt_tokens': 1, 'completion_tokens': 1, 'total_tokens': 2},
+    }
 
 
 def anthropic_reply(call: dict[str, Any] | None, n: int) -> dict[str, Any]:
@@ -109,8 +122,16 @@ def anthropic_reply(call: dict[str, Any] | None, n: int) -> dict[str, Any]:
     else:
         content = [{'type': 'tool_use', 'id': f'toolu_{n}', 'name': call['tool'], 'input': call.get('args', {})}]
         stop = 'tool_use'
-    return {'id': f'msg_{n}', 'type': 'message', 'role': 'assistant', 'model': 'loopback', 'content': content,
-            'stop_reason': stop, 'stop_sequence': None, 'usage': {'input_tokens': 1, 'output_tokens': 1}}
+    return {
+        'id': f'msg_{n}',
+        'type': 'message',
+        'role': 'assistant',
+        'model': 'loopback',
+        'content': content,
+        'stop_reason': stop,
+        'stop_sequence': None,
+        'usage': {'input_tokens': 1, 'output_tokens': 1},
+    }
 
 
 def _events(events: list[tuple[str | None, dict[str, Any] | str]]) -> bytes:
@@ -128,17 +149,28 @@ def openai_stream(reply: dict[str, Any]) -> bytes:
     delta = dict(choice['message'])
     if 'tool_calls' in delta:
         delta['tool_calls'] = [{'index': i, **call} for i, call in enumerate(delta['tool_calls'])]
-    return _events([
-        (None, head | {'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]}),
-        (None, head | {'choices': [{'index': 0, 'delta': {}, 'finish_reason': choice['finish_reason']}], 'usage': reply['usage']}),
-        (None, '[DONE]'),
-    ])
+    return _events(
+        [
+            (None, head | {'choices': [{'index': 0, 'delta': delta, 'finish_reason': None}]}),
+            (
+                None,
+                head
+                | {
+                    'choices': [{'index': 0, 'delta': {}, 'finish_reason': choice['finish_reason']}],
+                    'usage': reply['usage'],
+                },
+            ),
+            (None, '[DONE]'),
+        ]
+    )
 
 
 def anthropic_stream(reply: dict[str, Any]) -> bytes:
     """The same reply as Anthropic Messages server-sent events."""
     start = reply | {'content': [], 'stop_reason': None}
-    events: list[tuple[str | None, dict[str, Any] | str]] = [('message_start', {'type': 'message_start', 'message': start})]
+    events: list[tuple[str | None, dict[str, Any] | str]] = [
+        ('message_start', {'type': 'message_start', 'message': start})
+    ]
     for i, block in enumerate(reply['content']):
         if block['type'] == 'tool_use':
             opening = block | {'input': {}}
@@ -146,12 +178,22 @@ def anthropic_stream(reply: dict[str, Any]) -> bytes:
         else:
             opening = {'type': 'text', 'text': ''}
             delta = {'type': 'text_delta', 'text': block['text']}
-        events += [('content_block_start', {'type': 'content_block_start', 'index': i, 'content_block': opening}),
-                   ('content_block_delta', {'type': 'content_block_delta', 'index': i, 'delta': delta}),
-                   ('content_block_stop', {'type': 'content_block_stop', 'index': i})]
-    events += [('message_delta', {'type': 'message_delta', 'delta': {'stop_reason': reply['stop_reason'], 'stop_sequence': None},
-                                  'usage': {'output_tokens': 1}}),
-               ('message_stop', {'type': 'message_stop'})]
+        events += [
+            ('content_block_start', {'type': 'content_block_start', 'index': i, 'content_block': opening}),
+            ('content_block_delta', {'type': 'content_block_delta', 'index': i, 'delta': delta}),
+            ('content_block_stop', {'type': 'content_block_stop', 'index': i}),
+        ]
+    events += [
+        (
+            'message_delta',
+            {
+                'type': 'message_delta',
+                'delta': {'stop_reason': reply['stop_reason'], 'stop_sequence': None},
+                'usage': {'output_tokens': 1},
+            },
+        ),
+        ('message_stop', {'type': 'message_stop'}),
+    ]
     return _events(events)
 
 
@@ -258,9 +300,20 @@ class LoopbackServer:
 
     def __init__(self, max_requests: int = 5_000, max_seconds: float = 900, idle_seconds: float = 300) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), '--max-requests', str(max_requests),
-             '--max-seconds', str(max_seconds), '--idle-seconds', str(idle_seconds)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                '--max-requests',
+                str(max_requests),
+                '--max-seconds',
+                str(max_seconds),
+                '--idle-seconds',
+                str(idle_seconds),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line.startswith('PORT '):

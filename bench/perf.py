@@ -39,16 +39,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'examples'))
 
+import real_client  # noqa: E402
+from agent_steps import capability_agents, own_work_per_step, request_bytes, search_call_times, step_times, toolsets  # noqa: E402
 from bfcl_tools import BfclFunction, load_bfcl_functions, load_bfcl_questions  # noqa: E402
+from loopback_llm import LoopbackServer  # noqa: E402
 from pydantic_ai.tools import ToolDefinition  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
-
 from pydantic_ai_toolproxy import _core  # noqa: E402
 from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
-
-from agent_steps import capability_agents, own_work_per_step, request_bytes, search_call_times, step_times, toolsets  # noqa: E402
-import real_client  # noqa: E402
-from loopback_llm import LoopbackServer  # noqa: E402
 
 FEW = 3
 """Queries of each kind the pure-Python references run at 100,000 tools (one a13n question takes seconds)."""
@@ -68,10 +66,12 @@ def real_client_plan(n: int, quick: bool, provider: str) -> dict[str, Any]:
     return {'runs': 1, 'warm_up': [real_client.PROXY], 'text_only': [real_client.DIRECT, real_client.TOOL_SEARCH]}
 
 
-REAL_CLIENT_PLAN = ('Runs: 5 at 1,000 tools (2 with --quick); at 10,000, 2 for OpenAI and 1 for Anthropic (1 with --quick); at '
-                    '100,000 one each: the direct and ToolSearch rows run a single text step (no tool called, no warm-up '
-                    'run; every step of theirs carries the same definitions), so their per-task figures are missing (—) or '
-                    'estimated (≈: two direct steps); ToolProxy runs one task after a warm-up run that builds its index.')
+REAL_CLIENT_PLAN = (
+    'Runs: 5 at 1,000 tools (2 with --quick); at 10,000, 2 for OpenAI and 1 for Anthropic (1 with --quick); at '
+    '100,000 one each: the direct and ToolSearch rows run a single text step (no tool called, no warm-up '
+    'run; every step of theirs carries the same definitions), so their per-task figures are missing (—) or '
+    'estimated (≈: two direct steps); ToolProxy runs one task after a warm-up run that builds its index.'
+)
 
 
 # --------------------------------------------------------------------------- corpus
@@ -123,7 +123,7 @@ def timed(fn: Callable[[], Any]) -> float:
 def stats(samples: Sequence[float]) -> tuple[float, float]:
     """(median, p95) in milliseconds."""
     ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
     return statistics.median(ordered), p95
 
 
@@ -186,8 +186,15 @@ class CoreSearch:
         size = self._sizes.get(key)
         if size is None:
             f = self.by_key[key]
-            entry = {'group': f.group, 'tool': f.name, 'description': f.description, 'parameters_json_schema': f.parameters,
-                     'return_schema': None, 'instructions': [], 'codeact_eligible': False}
+            entry = {
+                'group': f.group,
+                'tool': f.name,
+                'description': f.description,
+                'parameters_json_schema': f.parameters,
+                'return_schema': None,
+                'instructions': [],
+                'codeact_eligible': False,
+            }
             size = self._sizes[key] = entry_size(entry)
         return size
 
@@ -203,20 +210,24 @@ class CoreSearch:
 
 def a13n_reference(fns: Sequence[Fn]) -> Callable[[str], Any] | None:
     try:
-        from a13n_harness.toolsets.tool_search import _search_matches  # pyright: ignore[reportPrivateUsage]
         from a13n_harness.tools.tool_search import (
             PROXY_MEMBERSHIP_KEY,
             ToolSearchMembership,
             grouped_tool_name,
             proxy_directory,
         )
+        from a13n_harness.toolsets.tool_search import _search_matches  # pyright: ignore[reportPrivateUsage]
     except ImportError:
         return None
     from pydantic_ai.toolsets.abstract import ToolsetTool
 
     holder = FunctionToolset[Any]()
     tools: dict[str, Any] = {}
-    fields = set(ToolSearchMembership.__dataclass_fields__) if hasattr(ToolSearchMembership, '__dataclass_fields__') else set()
+    fields = (
+        set(ToolSearchMembership.__dataclass_fields__)
+        if hasattr(ToolSearchMembership, '__dataclass_fields__')
+        else set()
+    )
     for f in fns:
         kwargs: dict[str, Any] = {'group': f.group, 'tool': f.name}
         if 'description' in fields:
@@ -224,8 +235,12 @@ def a13n_reference(fns: Sequence[Fn]) -> Callable[[str], Any] | None:
         for extra in fields - {'group', 'tool', 'description'}:
             kwargs.setdefault(extra, None)
         name = grouped_tool_name(f.group, f.name)
-        tool_def = ToolDefinition(name=name, description=f.description, parameters_json_schema=f.parameters,
-                                  metadata={PROXY_MEMBERSHIP_KEY: ToolSearchMembership(**kwargs)})
+        tool_def = ToolDefinition(
+            name=name,
+            description=f.description,
+            parameters_json_schema=f.parameters,
+            metadata={PROXY_MEMBERSHIP_KEY: ToolSearchMembership(**kwargs)},
+        )
         tools[name] = ToolsetTool(toolset=holder, tool_def=tool_def, max_retries=1, args_validator=None)  # type: ignore[arg-type]
 
     def search(query: str) -> Any:
@@ -237,7 +252,10 @@ def a13n_reference(fns: Sequence[Fn]) -> Callable[[str], Any] | None:
 def pydantic_ai_reference(fns: Sequence[Fn]) -> Callable[[str], Any]:
     from pydantic_ai.toolsets._tool_search import keywords_search_fn
 
-    defs = [ToolDefinition(name=f'{f.group}__{f.name}', description=f.description, parameters_json_schema=f.parameters) for f in fns]
+    defs = [
+        ToolDefinition(name=f'{f.group}__{f.name}', description=f.description, parameters_json_schema=f.parameters)
+        for f in fns
+    ]
 
     def search(query: str) -> Any:
         return keywords_search_fn(None, [query], defs)[:10]  # type: ignore[arg-type]
@@ -250,7 +268,9 @@ def bm25s_reference(fns: Sequence[Fn]) -> tuple[Callable[[str], Any], float] | N
         import bm25s
     except ImportError:
         return None
-    texts = [f'{f.name.replace("_", " ")} {f.description} {" ".join(f.parameters.get("properties", {}) or {})}' for f in fns]
+    texts = [
+        f'{f.name.replace("_", " ")} {f.description} {" ".join(f.parameters.get("properties", {}) or {})}' for f in fns
+    ]
     t = time.perf_counter()
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
@@ -266,7 +286,10 @@ def bm25s_reference(fns: Sequence[Fn]) -> tuple[Callable[[str], Any], float] | N
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ['| ' + ' | '.join(headers) + ' |', '|' + '|'.join(' --- ' if i == 0 else ' ---: ' for i in range(len(headers))) + '|']
+    lines = [
+        '| ' + ' | '.join(headers) + ' |',
+        '|' + '|'.join(' --- ' if i == 0 else ' ---: ' for i in range(len(headers))) + '|',
+    ]
     lines += ['| ' + ' | '.join(r) + ' |' for r in rows]
     return '\n'.join(lines)
 
@@ -275,7 +298,9 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--sizes', default='1000,10000,100000')
     parser.add_argument('--quick', action='store_true', help='fewer repetitions')
-    parser.add_argument('--skip-steps', action='store_true', help='skip the FunctionModel per-step overhead measurement')
+    parser.add_argument(
+        '--skip-steps', action='store_true', help='skip the FunctionModel per-step overhead measurement'
+    )
     parser.add_argument('--only', choices=['real-client'], help='measure and print only this table')
     parser.add_argument('--skip-real-client', action='store_true', help='skip the real-client step table')
     args = parser.parse_args()
@@ -292,9 +317,12 @@ async def main() -> None:
     base = load_bfcl_functions()
     kw = keyword_queries(base)
     nl = nl_questions()
-    print(f'# pydantic-ai-toolproxy performance benchmark\n\nPython {sys.version.split()[0]}, '
-          f'{len(base)} BFCL functions replicated to {", ".join(f"{s:,}" for s in sizes)} tools; '
-          f'{len(kw)} keyword queries, {len(nl)} natural-language questions. Medians (p95) per query.\n', flush=True)
+    print(
+        f'# pydantic-ai-toolproxy performance benchmark\n\nPython {sys.version.split()[0]}, '
+        f'{len(base)} BFCL functions replicated to {", ".join(f"{s:,}" for s in sizes)} tools; '
+        f'{len(kw)} keyword queries, {len(nl)} natural-language questions. Medians (p95) per query.\n',
+        flush=True,
+    )
 
     rank_rows: list[list[str]] = []
     build_rows: list[list[str]] = []
@@ -311,9 +339,14 @@ async def main() -> None:
                 for provider in real_client.PROVIDERS:
                     if provider == 'anthropic' and n > ANTHROPIC_UP_TO:
                         continue
-                    samples = await real_client.measure(fns, server, provider=provider, sets=sets,
-                                                        **real_client_plan(n, args.quick, provider),
-                                                        progress=progress if n > 10_000 else None)
+                    samples = await real_client.measure(
+                        fns,
+                        server,
+                        provider=provider,
+                        sets=sets,
+                        **real_client_plan(n, args.quick, provider),
+                        progress=progress if n > 10_000 else None,
+                    )
                     real_rows[provider] += real_client.table_rows(n, samples)
                     progress(f'measured real-client steps ({provider}) at {n:,} tools')
 
@@ -323,7 +356,9 @@ async def main() -> None:
         core = CoreSearch(fns)
         index_rss = core.rss
         core.warm(kw + nl)
-        results: dict[str, dict[str, tuple[float, float]]] = {'toolproxy (Rust core)': {'kw': per_query(core, kw, repeat * 3), 'nl': per_query(core, nl, repeat * 3)}}
+        results: dict[str, dict[str, tuple[float, float]]] = {
+            'toolproxy (Rust core)': {'kw': per_query(core, kw, repeat * 3), 'nl': per_query(core, nl, repeat * 3)}
+        }
         bm = bm25s_reference(fns)
         if bm is not None:
             results['bm25s'] = {'kw': per_query(bm[0], kw, repeat), 'nl': per_query(bm[0], nl, repeat)}
@@ -337,25 +372,47 @@ async def main() -> None:
         for name, r in results.items():
             ratio_kw = r['kw'][0] / ours['kw'][0]
             ratio_nl = r['nl'][0] / ours['nl'][0]
-            rank_rows.append([f'{n:,}', name, f'{fmt(r["kw"][0])} ({fmt(r["kw"][1])})', f'{fmt(r["nl"][0])} ({fmt(r["nl"][1])})',
-                              f'{ratio_kw:,.1f}x' if name != 'toolproxy (Rust core)' else '1x',
-                              f'{ratio_nl:,.1f}x' if name != 'toolproxy (Rust core)' else '1x'])
+            rank_rows.append(
+                [
+                    f'{n:,}',
+                    name,
+                    f'{fmt(r["kw"][0])} ({fmt(r["kw"][1])})',
+                    f'{fmt(r["nl"][0])} ({fmt(r["nl"][1])})',
+                    f'{ratio_kw:,.1f}x' if name != 'toolproxy (Rust core)' else '1x',
+                    f'{ratio_nl:,.1f}x' if name != 'toolproxy (Rust core)' else '1x',
+                ]
+            )
         # incremental update: one tool changed
         changed = fns[len(fns) // 2]
         key = f'{changed.group}__{changed.name}'
-        upd = [timed(lambda: core.index.upsert([(key, changed.group, changed.name, changed.description + f' v{i}', changed.parameters)])) for i in range(20)]
-        build_rows.append([f'{n:,}', fmt(core.build_s * 1000), fmt(statistics.median(upd)),
-                           f'{index_rss / n:,.0f} B' if index_rss > 0 else 'n/a',
-                           fmt(bm[1] * 1000) if bm is not None else 'n/a'])
+        upd = [
+            timed(
+                lambda: core.index.upsert(
+                    [(key, changed.group, changed.name, changed.description + f' v{i}', changed.parameters)]
+                )
+            )
+            for i in range(20)
+        ]
+        build_rows.append(
+            [
+                f'{n:,}',
+                fmt(core.build_s * 1000),
+                fmt(statistics.median(upd)),
+                f'{index_rss / n:,.0f} B' if index_rss > 0 else 'n/a',
+                fmt(bm[1] * 1000) if bm is not None else 'n/a',
+            ]
+        )
         progress(f'measured ranking and build at {n:,} tools')
         # threads: GIL released while ranking
         if n == sizes[-1]:
+
             def spin(results_: list[int], stop: float) -> None:
                 count = 0
                 while time.perf_counter() < stop:
                     core.index.search(nl[count % len(nl)], None, 0, 5)
                     count += 1
                 results_.append(count)
+
             one: list[int] = []
             spin(one, time.perf_counter() + 1.0)
             two: list[int] = []
@@ -365,23 +422,39 @@ async def main() -> None:
                 t.start()
             for t in threads:
                 t.join()
-            extra.append(f'GIL: at {n:,} tools, 1 thread ranked {one[0]:,} NL questions/s; 2 threads ranked {two[0]:,} + {two[1]:,} = '
-                         f'{sum(two):,}/s ({sum(two) / one[0]:.2f}x): both threads make progress while ranking.')
+            extra.append(
+                f'GIL: at {n:,} tools, 1 thread ranked {one[0]:,} NL questions/s; 2 threads ranked {two[0]:,} + {two[1]:,} = '
+                f'{sum(two):,}/s ({sum(two) / one[0]:.2f}x): both threads make progress while ranking.'
+            )
         del core
         sets = toolsets(fns)
         calls = await search_call_times(sets, kw[:PER_STEP] + nl[:PER_STEP], kw[:25] + nl[:25])
         first, later = stats(calls.first_in_step), stats(calls.later_in_step)
-        call_rows.append([f'{n:,}', f'{fmt(first[0])} ({fmt(first[1])})', f'{fmt(later[0])} ({fmt(later[1])})', str(calls.builds)])
+        call_rows.append(
+            [f'{n:,}', f'{fmt(first[0])} ({fmt(first[1])})', f'{fmt(later[0])} ({fmt(later[1])})', str(calls.builds)]
+        )
         progress(f'measured search_proxy_tools calls at {n:,} tools')
         proxy_bytes, direct_bytes = await request_bytes(sets)
-        bytes_rows.append([f'{n:,}', f'{proxy_bytes:,} B', f'{direct_bytes:,} B', f'{100 * proxy_bytes / direct_bytes:.3f}%'])
+        bytes_rows.append(
+            [f'{n:,}', f'{proxy_bytes:,} B', f'{direct_bytes:,} B', f'{100 * proxy_bytes / direct_bytes:.3f}%']
+        )
         if not args.skip_steps:
             steps = 3
             runs = repeat + 2 if n <= 10_000 else 2  # a 100,000-tool step takes seconds: fewer runs there
             d, c, p = await step_times(capability_agents(sets, steps), steps, runs)
             own = await own_work_per_step(sets, steps, runs if n <= 10_000 else 1)  # its own code only: steadier
-            step_rows.append([f'{n:,}', fmt(d), fmt(c), fmt(p), f'{100 * (p - d) / d:+.1f}%', f'{100 * (p - c) / c:+.1f}%',
-                              fmt(own), f'{100 * own / d:.1f}%'])
+            step_rows.append(
+                [
+                    f'{n:,}',
+                    fmt(d),
+                    fmt(c),
+                    fmt(p),
+                    f'{100 * (p - d) / d:+.1f}%',
+                    f'{100 * (p - c) / c:+.1f}%',
+                    fmt(own),
+                    f'{100 * own / d:.1f}%',
+                ]
+            )
             progress(f'measured agent steps at {n:,} tools')
         if not args.skip_real_client:
             await measure_real_client(sets)  # last: the other measurements above run as before it existed
@@ -398,33 +471,73 @@ async def main() -> None:
     if only_real:
         return
     print('\n## Ranking plus first page, per query\n')
-    print(table(['tools', 'implementation', 'keyword query', 'natural-language question', 'ratio (kw)', 'ratio (NL)'], rank_rows))
-    print('\nRatios: reference median / toolproxy median (higher = toolproxy faster). At 100,000 tools the Pydantic AI and '
-          f'a13n references run {FEW} queries of each kind.')
+    print(
+        table(
+            ['tools', 'implementation', 'keyword query', 'natural-language question', 'ratio (kw)', 'ratio (NL)'],
+            rank_rows,
+        )
+    )
+    print(
+        '\nRatios: reference median / toolproxy median (higher = toolproxy faster). At 100,000 tools the Pydantic AI and '
+        f'a13n references run {FEW} queries of each kind.'
+    )
     print('\n## Index build, incremental update, memory\n')
-    print(table(['tools', 'toolproxy build (from Python records)', 'one tool changed (upsert)', 'index RSS per tool', 'bm25s index build'], build_rows))
+    print(
+        table(
+            [
+                'tools',
+                'toolproxy build (from Python records)',
+                'one tool changed (upsert)',
+                'index RSS per tool',
+                'bm25s index build',
+            ],
+            build_rows,
+        )
+    )
     print('\n## Whole `search_proxy_tools` call inside an agent step (page of 5 complete entries), median (p95)\n')
-    print(table(['tools', "a step's first search", 'further searches in the same step',
-                 'index builds (2 runs)'], call_rows))
-    print(f'\nFirst searches: {2 * PER_STEP} steps with one search each ({PER_STEP} keyword queries, {PER_STEP} questions), '
-          "each ranking right after its step's tool preparation, with cold CPU caches (the index is brought up to date "
-          "while a step is prepared, in ToolProxy's own per-step work); further searches: one step with 50 (25 of "
-          'each), run sequentially.')
+    print(
+        table(
+            ['tools', "a step's first search", 'further searches in the same step', 'index builds (2 runs)'], call_rows
+        )
+    )
+    print(
+        f'\nFirst searches: {2 * PER_STEP} steps with one search each ({PER_STEP} keyword queries, {PER_STEP} questions), '
+        "each ranking right after its step's tool preparation, with cold CPU caches (the index is brought up to date "
+        "while a step is prepared, in ToolProxy's own per-step work); further searches: one step with 50 (25 of "
+        'each), run sequentially.'
+    )
     if step_rows:
-        print('\n## Per-step CPU time with a `FunctionModel` (no request serialization): Pydantic AI alone vs. ToolProxy\n')
-        print(table(['tools', 'toolsets= (direct)', 'capabilities=[Toolset(..)]', 'ToolProxy', 'vs toolsets=', 'vs capabilities=',
-                     "ToolProxy's own work", 'own work / toolsets= step'], step_rows))
-        print('\nNot what a user pays (see the real-client table above for that): a `FunctionModel` never serializes tool '
-              'definitions, so these steps leave out the request a provider client builds, and Pydantic AI\'s own per-tool '
-              'copy of every capability-contributed tool (`CapabilityOwnedToolset`) dominates the difference between the '
-              'columns. The table is kept so that a regression in ToolProxy\'s own per-step work still shows. '
-              'A step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process. '
-              "ToolProxy's own work is timed inside proxy runs whose first call is a search: wrapping each source listing "
-              'into members, merging, the directory, keeping the index in sync, hiding members from the request, the '
-              'guidance instruction and the direct-call guard. The rest of '
-              "the difference to `toolsets=` is Pydantic AI's handling of any capability-contributed toolset "
-              '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
-              'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.')
+        print(
+            '\n## Per-step CPU time with a `FunctionModel` (no request serialization): Pydantic AI alone vs. ToolProxy\n'
+        )
+        print(
+            table(
+                [
+                    'tools',
+                    'toolsets= (direct)',
+                    'capabilities=[Toolset(..)]',
+                    'ToolProxy',
+                    'vs toolsets=',
+                    'vs capabilities=',
+                    "ToolProxy's own work",
+                    'own work / toolsets= step',
+                ],
+                step_rows,
+            )
+        )
+        print(
+            '\nNot what a user pays (see the real-client table above for that): a `FunctionModel` never serializes tool '
+            "definitions, so these steps leave out the request a provider client builds, and Pydantic AI's own per-tool "
+            'copy of every capability-contributed tool (`CapabilityOwnedToolset`) dominates the difference between the '
+            "columns. The table is kept so that a regression in ToolProxy's own per-step work still shows. "
+            'A step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process. '
+            "ToolProxy's own work is timed inside proxy runs whose first call is a search: wrapping each source listing "
+            'into members, merging, the directory, keeping the index in sync, hiding members from the request, the '
+            'guidance instruction and the direct-call guard. The rest of '
+            "the difference to `toolsets=` is Pydantic AI's handling of any capability-contributed toolset "
+            '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
+            'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.'
+        )
     print('\n## Tool-definition bytes per model request\n')
     print(table(['tools', 'through the proxy', 'every tool direct', 'proxy / direct'], bytes_rows))
     print()

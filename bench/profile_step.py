@@ -34,25 +34,37 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'examples'))
 
-from bfcl_tools import load_bfcl_functions  # noqa: E402
+import real_client
+from agent_steps import _timing_own_work, toolsets  # pyright: ignore[reportPrivateUsage]
+from bfcl_tools import load_bfcl_functions
+from loopback_llm import LoopbackServer
+from perf import corpus
+from pydantic_ai_toolproxy import ToolProxyCapability
+from pydantic_ai_toolproxy._members import GroupMemberToolset
+from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
 
-import real_client  # noqa: E402
-from agent_steps import _timing_own_work, toolsets  # noqa: E402  # pyright: ignore[reportPrivateUsage]
-from loopback_llm import LoopbackServer  # noqa: E402
-from perf import corpus  # noqa: E402
-from pydantic_ai_toolproxy import ToolProxyCapability  # noqa: E402
-from pydantic_ai_toolproxy._members import GroupMemberToolset  # noqa: E402
-from pydantic_ai_toolproxy._surface import ProxySurfaceToolset  # noqa: E402
-
-OWN_WORK = ((GroupMemberToolset, 'members_of', False), (ProxySurfaceToolset, 'merge', False),
-            (ToolProxyCapability, '_guidance', False), (ToolProxyCapability, 'before_model_request', True),
-            (ToolProxyCapability, 'before_tool_validate', True))
+OWN_WORK = (
+    (GroupMemberToolset, 'members_of', False),
+    (ProxySurfaceToolset, 'merge', False),
+    (ToolProxyCapability, '_guidance', False),
+    (ToolProxyCapability, 'before_model_request', True),
+    (ToolProxyCapability, 'before_tool_validate', True),
+)
 """The entry points `agent_steps._timing_own_work` times (sync, or async without a suspending await)."""
 
 
-PACKAGES = (('/pydantic_ai_toolproxy/', 'ToolProxy (python/)'), ('/pydantic_ai/', 'Pydantic AI'), ('/openai/', 'openai SDK'),
-            ('/httpx', 'httpx / httpcore'), ('/httpcore', 'httpx / httpcore'), ('/pydantic_core/', 'pydantic'),
-            ('/pydantic/', 'pydantic'), ('/anyio/', 'anyio'), ('/h11/', 'h11'), ('/bench/', 'this benchmark'))
+PACKAGES = (
+    ('/pydantic_ai_toolproxy/', 'ToolProxy (python/)'),
+    ('/pydantic_ai/', 'Pydantic AI'),
+    ('/openai/', 'openai SDK'),
+    ('/httpx', 'httpx / httpcore'),
+    ('/httpcore', 'httpx / httpcore'),
+    ('/pydantic_core/', 'pydantic'),
+    ('/pydantic/', 'pydantic'),
+    ('/anyio/', 'anyio'),
+    ('/h11/', 'h11'),
+    ('/bench/', 'this benchmark'),
+)
 STDLIB = re.compile(r'/lib/python3\.\d+/')
 
 
@@ -111,20 +123,27 @@ def owners(raw: dict[Any, Any]) -> dict[Any, dict[str, float]]:
 
 
 def report(stats: pstats.Stats, title: str, top: int) -> None:
-    raw: dict[Any, Any] = {func: entry for func, entry in stats.stats.items()  # type: ignore[attr-defined]
-                           if '_lsprof.Profiler' not in func[2]}  # the profiler's own switch
+    raw: dict[Any, Any] = {
+        func: entry
+        for func, entry in stats.stats.items()  # type: ignore[attr-defined]
+        if '_lsprof.Profiler' not in func[2]
+    }  # the profiler's own switch
     total = sum(entry[2] for entry in raw.values())  # self time of every function
     by_package: dict[str, float] = defaultdict(float)
     for func, shares in owners(raw).items():
         for pkg, part in shares.items():
             by_package[pkg] += raw[func][2] * part
-    print(f'\n### {title}\n\nprofiled self time {total:.2f} s; the standard library\'s and builtins\' time is counted to '
-          'the package that called them\n')
+    print(
+        f"\n### {title}\n\nprofiled self time {total:.2f} s; the standard library's and builtins' time is counted to "
+        'the package that called them\n'
+    )
     print('| package | time | share |\n| --- | ---: | ---: |')
     for pkg, tt in sorted(by_package.items(), key=lambda kv: -kv[1]):
         if tt / total >= 0.005:
             print(f'| {pkg} | {tt:.2f} s | {100 * tt / total:.1f}% |')
-    print(f'\nTop {top} functions by self time:\n\n| function | calls | self | share | cumulative |\n| --- | ---: | ---: | ---: | ---: |')
+    print(
+        f'\nTop {top} functions by self time:\n\n| function | calls | self | share | cumulative |\n| --- | ---: | ---: | ---: | ---: |'
+    )
     for func, (_cc, nc, tt, ct, _callers) in sorted(raw.items(), key=lambda kv: -kv[1][2])[:top]:
         print(f'| `{label(func)}` | {nc:,} | {tt:.3f} s | {100 * tt / total:.1f}% | {ct:.3f} s |')
 
@@ -136,6 +155,7 @@ def profile_own_work(profiler: cProfile.Profile) -> list[tuple[type, str, Any]]:
     for cls, name, is_async in OWN_WORK:
         original = cls.__dict__[name]
         if is_async:
+
             async def wrapper(*args: Any, __original: Any = original, **kwargs: Any) -> Any:
                 depth[0] += 1
                 if depth[0] == 1:
@@ -147,6 +167,7 @@ def profile_own_work(profiler: cProfile.Profile) -> list[tuple[type, str, Any]]:
                     if depth[0] == 0:
                         profiler.disable()
         else:
+
             def wrapper(*args: Any, __original: Any = original, **kwargs: Any) -> Any:  # type: ignore[misc]
                 depth[0] += 1
                 if depth[0] == 1:
@@ -157,13 +178,15 @@ def profile_own_work(profiler: cProfile.Profile) -> list[tuple[type, str, Any]]:
                     depth[0] -= 1
                     if depth[0] == 0:
                         profiler.disable()
+
         patched.append((cls, name, original))
         setattr(cls, name, wrapper)
     return patched
 
 
-async def profiled_run(profiler: cProfile.Profile | None, agent: Any, timed: Any, server: LoopbackServer,
-                       script: list[dict[str, Any]]) -> float:
+async def profiled_run(
+    profiler: cProfile.Profile | None, agent: Any, timed: Any, server: LoopbackServer, script: list[dict[str, Any]]
+) -> float:
     """One run, `profiler` on for the run only (not the collection and server bookkeeping before it); its CPU s."""
     gc.collect()
     server.reset()
@@ -203,8 +226,10 @@ async def main() -> None:
                 cpu.append(await profiled_run(None, agent, timed, server, script) * 1000 / steps)
             own.append(total[0] * 1000 / steps)
         print(f'# ToolProxy step profile: {args.tools:,} tools, OpenAIChatModel on the loopback server\n')
-        print(f'Unprofiled, per step (median of {args.runs} runs of {steps} steps): client CPU {sorted(cpu)[len(cpu) // 2]:,.0f} ms, '
-              f"ToolProxy's own work {sorted(own)[len(own) // 2]:,.0f} ms ({100 * sorted(own)[len(own) // 2] / sorted(cpu)[len(cpu) // 2]:.1f}%).")
+        print(
+            f'Unprofiled, per step (median of {args.runs} runs of {steps} steps): client CPU {sorted(cpu)[len(cpu) // 2]:,.0f} ms, '
+            f"ToolProxy's own work {sorted(own)[len(own) // 2]:,.0f} ms ({100 * sorted(own)[len(own) // 2] / sorted(cpu)[len(cpu) // 2]:.1f}%)."
+        )
 
         whole = cProfile.Profile(time.process_time)
         for _ in range(args.runs):

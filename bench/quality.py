@@ -44,8 +44,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpus import CATEGORIES, GROUP_DESCRIPTIONS, Question, Tool, load_questions, load_tools  # noqa: E402
-from rankers import Ranker, agent_rankers, bfcl_rankers  # noqa: E402
+from corpus import CATEGORIES, GROUP_DESCRIPTIONS, Question, Tool, load_questions, load_tools
+from rankers import Ranker, agent_rankers, bfcl_rankers
 
 K = 10
 TARGETS = {'Recall@1': 0.63, 'Recall@5': 0.86, 'MRR@10': 0.75}
@@ -98,7 +98,9 @@ def bfcl() -> tuple[list[Tool], dict[str, str], list[Question]]:
     """The BFCL corpus with expected tools as `group__tool`."""
     tools = load_tools()
     key = {tool.name: f'{tool.group}__{tool.name}' for tool in tools}
-    questions = [Question(q.id, q.category, q.query, frozenset(key[name] for name in q.expected)) for q in load_questions()]
+    questions = [
+        Question(q.id, q.category, q.query, frozenset(key[name] for name in q.expected)) for q in load_questions()
+    ]
     return tools, dict(GROUP_DESCRIPTIONS), questions
 
 
@@ -109,8 +111,13 @@ def agent() -> tuple[list[Tool], dict[str, str], list[Question]]:
     return load_agent_tools(), group_descriptions(), load_agent_queries()
 
 
-CORPORA: dict[str, tuple[Callable[[], tuple[list[Tool], dict[str, str], list[Question]]],
-                         Callable[[Sequence[Tool], dict[str, str]], list[Ranker]]]] = {
+CORPORA: dict[
+    str,
+    tuple[
+        Callable[[], tuple[list[Tool], dict[str, str], list[Question]]],
+        Callable[[Sequence[Tool], dict[str, str]], list[Ranker]],
+    ],
+] = {
     'bfcl': (bfcl, bfcl_rankers),
     'agent': (agent, agent_rankers),
     'agent-all': (agent, lambda tools, descriptions: agent_rankers(tools, descriptions, slow=True)),
@@ -159,7 +166,9 @@ def _rank_chunk(chunk: list[tuple[int, str]]) -> tuple[list[tuple[int, list[list
     return rows, failures
 
 
-def run(corpus: str, questions: list[Question], jobs: int) -> tuple[list[str], list[list[list[str]]], list[float], list[str]]:
+def run(
+    corpus: str, questions: list[Question], jobs: int
+) -> tuple[list[str], list[list[list[str]]], list[float], list[str]]:
     """Rank every question with every ranker of `corpus`.
 
     Returns labels, rankings[question][ranker], seconds per ranker, and the failed searches of this package."""
@@ -194,9 +203,15 @@ def _versions() -> str:
     return ', '.join(found) + f'; CPython {platform.python_version()}'
 
 
-def report(corpus: str, tools: list[Tool], questions: list[Question], jobs: int,
-           categories: Sequence[str] | None = None, misses: Path | None = None,
-           styles: Callable[[str], str] | None = None) -> list[Scores]:
+def report(
+    corpus: str,
+    tools: list[Tool],
+    questions: list[Question],
+    jobs: int,
+    categories: Sequence[str] | None = None,
+    misses: Path | None = None,
+    styles: Callable[[str], str] | None = None,
+) -> list[Scores]:
     """Rank, print the overall and per-category tables of `corpus` (and per style: `styles` maps a category to
     its style); return the overall scores per ranker."""
     started = time.perf_counter()
@@ -214,8 +229,10 @@ def report(corpus: str, tools: list[Tool], questions: list[Question], jobs: int,
     print('| --- | ---: | ---: | ---: | ---: | ---: |')
     for i, (label, result, total) in enumerate(zip(labels, overall, seconds)):
         cell = (lambda s: f'**{s}**') if i == len(labels) - 1 else str
-        print(f'| {cell(label)} | {cell(_fmt(result.recall_1))} | {cell(_fmt(result.recall_5))} | '
-              f'{cell(_fmt(result.recall_10))} | {cell(_fmt(result.mrr_10))} | {1000 * total / len(questions):.3f} |')
+        print(
+            f'| {cell(label)} | {cell(_fmt(result.recall_1))} | {cell(_fmt(result.recall_5))} | '
+            f'{cell(_fmt(result.recall_10))} | {cell(_fmt(result.mrr_10))} | {1000 * total / len(questions):.3f} |'
+        )
 
     print()
     print('Per category, Recall@1 / Recall@5 / MRR@10:')
@@ -234,8 +251,13 @@ def report(corpus: str, tools: list[Tool], questions: list[Question], jobs: int,
         print()
         print('Per query style, Recall@1 / Recall@5 / Recall@10 / MRR@10:')
         print()
-        print('| ranker | ' + ' | '.join(f'{name} ({sum(len(r) for c, r in per_ranker[0].items() if styles(c) == name)})'
-                                         for name in names) + ' |')
+        print(
+            '| ranker | '
+            + ' | '.join(
+                f'{name} ({sum(len(r) for c, r in per_ranker[0].items() if styles(c) == name)})' for name in names
+            )
+            + ' |'
+        )
         print('| --- | ' + ' | '.join('---' for _ in names) + ' |')
         for label, by in zip(labels, per_ranker):
             cells = []
@@ -249,9 +271,18 @@ def report(corpus: str, tools: list[Tool], questions: list[Question], jobs: int,
     if misses is not None:
         with misses.open('w', encoding='utf-8') as out:
             for question, ranked in zip(questions, rankings):
-                out.write(json.dumps({'id': question.id, 'category': question.category, 'query': question.query,
-                                      'relevant': sorted(question.expected),
-                                      'ranked': {label: ranked[r] for r, label in enumerate(labels)}}) + '\n')
+                out.write(
+                    json.dumps(
+                        {
+                            'id': question.id,
+                            'category': question.category,
+                            'query': question.query,
+                            'relevant': sorted(question.expected),
+                            'ranked': {label: ranked[r] for r, label in enumerate(labels)},
+                        }
+                    )
+                    + '\n'
+                )
         print(f'Wrote the rankings of every query to {misses}.')
     return overall
 
@@ -261,10 +292,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--corpus', choices=['all', 'bfcl', 'agent'], default='all', help='which corpus (default both)')
     parser.add_argument('--jobs', type=int, default=2, help='worker processes (default 2)')
-    parser.add_argument('--check', action='store_true', help='exit 1 unless the BFCL targets and every reference are beaten')
-    parser.add_argument('--misses', type=Path, help='write every agent query\'s rankings to this file (JSON lines)')
-    parser.add_argument('--all-references', action='store_true',
-                        help='agent queries: also rank with a13n-harness ToolSearch and Pydantic AI (about 1.5 min more)')
+    parser.add_argument(
+        '--check', action='store_true', help='exit 1 unless the BFCL targets and every reference are beaten'
+    )
+    parser.add_argument('--misses', type=Path, help="write every agent query's rankings to this file (JSON lines)")
+    parser.add_argument(
+        '--all-references',
+        action='store_true',
+        help='agent queries: also rank with a13n-harness ToolSearch and Pydantic AI (about 1.5 min more)',
+    )
     args = parser.parse_args()
     jobs = max(1, args.jobs)
     print(f'Packages: {_versions()}')
@@ -275,32 +311,53 @@ def main() -> int:
 
         tools, _descriptions, questions = agent()
         groups = load_groups()
-        print(f'\n## Agent queries (issue 14): {len(tools)} tools of {len(groups)} real MCP servers from PyPI (one group '
-              f'per server, its package summary as the group description), {len(questions)} queries written the way '
-              f'agents search; first {K} results.')
+        print(
+            f'\n## Agent queries (issue 14): {len(tools)} tools of {len(groups)} real MCP servers from PyPI (one group '
+            f'per server, its package summary as the group description), {len(questions)} queries written the way '
+            f'agents search; first {K} results.'
+        )
         categories = list(dict.fromkeys(q.category for q in questions))
-        overall = report('agent-all' if args.all_references else 'agent', tools, questions, jobs, categories, args.misses,
-                         styles=lambda c: 'task-shaped' if c.startswith('task/') else 'descriptor + action')
+        overall = report(
+            'agent-all' if args.all_references else 'agent',
+            tools,
+            questions,
+            jobs,
+            categories,
+            args.misses,
+            styles=lambda c: 'task-shaped' if c.startswith('task/') else 'descriptor + action',
+        )
         ours, reference = overall[-1], overall[-2]
         gap = ours.recall_5 - reference.recall_5
-        print(f'Agent-query target (Recall@5 at least {AGENT_MARGIN:.2f} above bm25s with the group text, '
-              f'{reference.recall_5:.3f}): ' + ('met' if gap >= AGENT_MARGIN else 'NOT met') + f' ({gap:+.3f}).')
+        print(
+            f'Agent-query target (Recall@5 at least {AGENT_MARGIN:.2f} above bm25s with the group text, '
+            f'{reference.recall_5:.3f}): ' + ('met' if gap >= AGENT_MARGIN else 'NOT met') + f' ({gap:+.3f}).'
+        )
 
     if args.corpus in ('all', 'bfcl'):
         tools, _descriptions, questions = bfcl()
         groups = sorted({tool.group for tool in tools})
-        print(f'\n## BFCL corpus: {len(tools)} unique tools in {len(groups)} groups (the demo\'s), {len(questions)} '
-              f'questions from {len(CATEGORIES)} categories; query = the user\'s question; first {K} results.')
+        print(
+            f"\n## BFCL corpus: {len(tools)} unique tools in {len(groups)} groups (the demo's), {len(questions)} "
+            f"questions from {len(CATEGORIES)} categories; query = the user's question; first {K} results."
+        )
         overall = report('bfcl', tools, questions, jobs, CATEGORIES)
         labels = [ranker.label for ranker in _RANKERS]
         ours, references = overall[-1].as_dict(), [o.as_dict() for o in overall[:-1]]
-        problems += [f'{metric} {ours[metric]:.3f} < target {target}' for metric, target in TARGETS.items()
-                     if ours[metric] < target]
+        problems += [
+            f'{metric} {ours[metric]:.3f} < target {target}'
+            for metric, target in TARGETS.items()
+            if ours[metric] < target
+        ]
         for label, reference in zip(labels, references):
-            problems += [f'{metric} {ours[metric]:.3f} does not beat {label} ({value:.3f})'
-                         for metric, value in reference.items() if ours[metric] <= value]
-        print('BFCL targets (Recall@1 >= 0.63, Recall@5 >= 0.86, MRR@10 >= 0.75, above every reference): '
-              + ('met.' if not problems else 'NOT met: ' + '; '.join(problems)))
+            problems += [
+                f'{metric} {ours[metric]:.3f} does not beat {label} ({value:.3f})'
+                for metric, value in reference.items()
+                if ours[metric] <= value
+            ]
+        print(
+            'BFCL targets (Recall@1 >= 0.63, Recall@5 >= 0.86, MRR@10 >= 0.75, above every reference): '
+            + ('met.' if not problems else 'NOT met: ' + '; '.join(problems))
+        )
     return 1 if problems and args.check else 0
 
 

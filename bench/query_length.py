@@ -20,10 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'examples'))
 
-from bfcl_tools import load_bfcl_functions  # noqa: E402
-from perf import corpus, records  # noqa: E402
-
-from pydantic_ai_toolproxy import _core  # noqa: E402
+from bfcl_tools import load_bfcl_functions
+from perf import corpus, records
+from pydantic_ai_toolproxy import _core
 
 LENGTHS = (1_000, 10_000, 100_000)
 

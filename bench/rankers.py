@@ -140,11 +140,16 @@ class ToolProxySearchRanker(_Local):
             if not todo:
                 return ModelResponse(parts=[TextPart('done')])
             batch = [todo.pop(0) for _ in range(min(self.BATCH, len(todo)))]
-            return ModelResponse(parts=[
-                ToolCallPart('search_proxy_tools', {'query': queries[i], 'limit': k - len(ranked[i]), 'offset': offset},
-                             tool_call_id=f'q{i}_{offset}')
-                for i, offset in batch
-            ])
+            return ModelResponse(
+                parts=[
+                    ToolCallPart(
+                        'search_proxy_tools',
+                        {'query': queries[i], 'limit': k - len(ranked[i]), 'offset': offset},
+                        tool_call_id=f'q{i}_{offset}',
+                    )
+                    for i, offset in batch
+                ]
+            )
 
         agent = Agent(FunctionModel(model), capabilities=[self._proxy])
         agent.run_sync('rank these queries', usage_limits=UsageLimits(request_limit=None, tool_calls_limit=None))
@@ -193,7 +198,9 @@ class A13nToolSearchRanker(_Local):
         self._key: dict[str, str] = {}
         for tool in tools:
             canonical = grouped_tool_name(tool.group, tool.name)
-            definition = ToolDefinition(name=canonical, description=tool.description, parameters_json_schema=tool.parameters)
+            definition = ToolDefinition(
+                name=canonical, description=tool.description, parameters_json_schema=tool.parameters
+            )
             self._tools[canonical] = _Prepared(definition)
             self._directory[(tool.group, tool.name)] = canonical
             self._key[canonical] = _key(tool)
@@ -221,8 +228,11 @@ class PydanticAIKeywordsRanker(_Local):
         unique = len({tool.name for tool in tools}) == len(tools)
         self._key = {(tool.name if unique else _key(tool)): _key(tool) for tool in tools}
         self._definitions = [
-            ToolDefinition(name=tool.name if unique else _key(tool), description=tool.description,
-                           parameters_json_schema=tool.parameters)
+            ToolDefinition(
+                name=tool.name if unique else _key(tool),
+                description=tool.description,
+                parameters_json_schema=tool.parameters,
+            )
             for tool in tools
         ]
 
@@ -262,8 +272,12 @@ class Bm25sRanker(_Local):
 
 def bfcl_rankers(tools: Sequence[Tool], group_descriptions: Mapping[str, str]) -> list[Ranker]:
     """The BFCL table's rows, in order: the three references, then this package (last)."""
-    return [A13nToolSearchRanker(tools), PydanticAIKeywordsRanker(tools), Bm25sRanker(tools),
-            ToolProxySearchRanker(tools, group_descriptions)]
+    return [
+        A13nToolSearchRanker(tools),
+        PydanticAIKeywordsRanker(tools),
+        Bm25sRanker(tools),
+        ToolProxySearchRanker(tools, group_descriptions),
+    ]
 
 
 def agent_rankers(tools: Sequence[Tool], group_descriptions: Mapping[str, str], slow: bool = False) -> list[Ranker]:
@@ -271,5 +285,9 @@ def agent_rankers(tools: Sequence[Tool], group_descriptions: Mapping[str, str], 
     then this package (last). `slow` adds a13n-harness ToolSearch and Pydantic AI's keyword fallback (about 330
     and 45 ms a query here, against under 1 ms for bm25s)."""
     slow_rows: list[Ranker] = [A13nToolSearchRanker(tools), PydanticAIKeywordsRanker(tools)] if slow else []
-    return [*slow_rows, Bm25sRanker(tools), Bm25sRanker(tools, group_descriptions),
-            ToolProxySearchRanker(tools, group_descriptions)]
+    return [
+        *slow_rows,
+        Bm25sRanker(tools),
+        Bm25sRanker(tools, group_descriptions),
+        ToolProxySearchRanker(tools, group_descriptions),
+    ]

@@ -26,15 +26,15 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
+from agent_steps import ToolSpec, proxy_for, toolsets
+from loopback_llm import LoopbackServer, script_prompt
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.toolsets import FunctionToolset
-
-from agent_steps import ToolSpec, proxy_for, toolsets
-from loopback_llm import LoopbackServer, script_prompt
 
 DIRECT = 'all tools direct (`toolsets=`)'
 TOOL_SEARCH = 'Pydantic AI `ToolSearch` (`defer_loading=True`)'
@@ -76,8 +76,10 @@ def scripts(tools: Sequence[ToolSpec]) -> dict[str, list[dict[str, Any]]]:
         args = arguments(tool)
         direct.append({'tool': tool.name, 'args': args})
         search += [{'tool': 'search_tools', 'args': {'queries': [query(tool)]}}, {'tool': tool.name, 'args': args}]
-        proxy += [{'tool': 'search_proxy_tools', 'args': {'query': query(tool)}},
-                  {'tool': 'call_proxy_tool', 'args': {'group': tool.group, 'tool': tool.name, 'arguments': args}}]
+        proxy += [
+            {'tool': 'search_proxy_tools', 'args': {'query': query(tool)}},
+            {'tool': 'call_proxy_tool', 'args': {'group': tool.group, 'tool': tool.name, 'arguments': args}},
+        ]
     return {DIRECT: direct, TOOL_SEARCH: search, PROXY: proxy}
 
 
@@ -147,8 +149,12 @@ def tool_search(provider: str) -> ToolSearch[None]:
     return ToolSearch() if provider == 'openai' else ToolSearch(strategy='keywords')
 
 
-def agents(fns: Sequence[ToolSpec], timed: TimedModel, provider: str = 'openai',
-           sets: dict[str, FunctionToolset[Any]] | None = None) -> dict[str, Agent[None, str]]:
+def agents(
+    fns: Sequence[ToolSpec],
+    timed: TimedModel,
+    provider: str = 'openai',
+    sets: dict[str, FunctionToolset[Any]] | None = None,
+) -> dict[str, Agent[None, str]]:
     """The three agents on `timed`'s model; `sets` (one toolset per group, see `agent_steps.toolsets`) is built
     from `fns` unless given. ToolSearch gets copies of the same tools with `defer_loading=True`."""
     sets = toolsets(fns) if sets is None else sets
@@ -166,8 +172,14 @@ def agents(fns: Sequence[ToolSpec], timed: TimedModel, provider: str = 'openai',
     }
 
 
-async def run_once(agent: Agent[None, str], timed: TimedModel, server: LoopbackServer, script: list[dict[str, Any]],
-                   tasks: int, into: RowSamples | None) -> Any:
+async def run_once(
+    agent: Agent[None, str],
+    timed: TimedModel,
+    server: LoopbackServer,
+    script: list[dict[str, Any]],
+    tasks: int,
+    into: RowSamples | None,
+) -> Any:
     """One run of `script`; its steps are added to `into` (None: a warm-up, not recorded)."""
     gc.collect()
     server.reset()
@@ -175,14 +187,18 @@ async def run_once(agent: Agent[None, str], timed: TimedModel, server: LoopbackS
     start = (time.process_time(), time.perf_counter())
     result = await agent.run(script_prompt(script))
     end = (time.process_time(), time.perf_counter())
-    called = sum(1 for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart) and p.content == 'ok')
+    called = sum(
+        1 for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart) and p.content == 'ok'
+    )
     if result.output != 'done' or len(timed.marks) != len(script) + 1 or (into is not None and called != tasks):
-        raise RuntimeError(f'unexpected run: output {result.output!r}, {len(timed.marks)} requests for {len(script)} '
-                           f'scripted calls, {called} of {tasks} target tools called')
+        raise RuntimeError(
+            f'unexpected run: output {result.output!r}, {len(timed.marks)} requests for {len(script)} '
+            f'scripted calls, {called} of {tasks} target tools called'
+        )
     if into is None:
         return result
     marks = [start, *timed.marks[:-1], end]  # the last step ends with the run
-    for (c0, w0), (c1, w1) in zip(marks, marks[1:]):
+    for (c0, w0), (c1, w1) in pairwise(marks):
         into.step_cpu.append((c1 - c0) * 1000)
         into.step_wall.append((w1 - w0) * 1000)
     if tasks:
@@ -195,10 +211,19 @@ async def run_once(agent: Agent[None, str], timed: TimedModel, server: LoopbackS
     return result
 
 
-async def measure(fns: Sequence[ToolSpec], server: LoopbackServer, *, runs: int, tasks: int = 1,
-                  provider: str = 'openai', runs_by_row: dict[str, int] | None = None,
-                  warm_up: Sequence[str] = ROWS, text_only: Sequence[str] = (),
-                  sets: dict[str, FunctionToolset[Any]] | None = None, progress: Any = None) -> dict[str, RowSamples]:
+async def measure(
+    fns: Sequence[ToolSpec],
+    server: LoopbackServer,
+    *,
+    runs: int,
+    tasks: int = 1,
+    provider: str = 'openai',
+    runs_by_row: dict[str, int] | None = None,
+    warm_up: Sequence[str] = ROWS,
+    text_only: Sequence[str] = (),
+    sets: dict[str, FunctionToolset[Any]] | None = None,
+    progress: Any = None,
+) -> dict[str, RowSamples]:
     """Measures the three rows over `fns`, the runs interleaved (drift affects the rows alike).
 
     `runs_by_row` overrides `runs` per row. The rows in `warm_up` first run once unmeasured: direct one text
@@ -226,7 +251,7 @@ async def measure(fns: Sequence[ToolSpec], server: LoopbackServer, *, runs: int,
 
 def p95(values: Sequence[float]) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def _ms(value: float) -> str:
@@ -260,21 +285,35 @@ def table_rows(n: int, samples: dict[str, RowSamples]) -> list[list[str]]:
             task_cpu, task = d_task, f'≈ {_ms(d_task)}'
         else:
             task_cpu, task = None, '—'
-        rows.append([
-            f'{n:,}', row, f'{s.runs} (text step)' if s.text_only else str(s.runs),
-            f'{_ms(statistics.median(s.step_wall))} ({_ms(p95(s.step_wall))})',
-            f'{_ms(step_cpu)} ({_ms(p95(s.step_cpu))})',
-            f'{step_cpu / d_step:.3f}x',
-            task,
-            '—' if task_cpu is None else f'{"" if row == DIRECT else approx}{task_cpu / d_task:.3f}x',
-            f'{_bytes(statistics.median(s.request_bytes))} ({_bytes(max(s.request_bytes))})',
-            _ms(statistics.median(s.server_ms)),
-        ])
+        rows.append(
+            [
+                f'{n:,}',
+                row,
+                f'{s.runs} (text step)' if s.text_only else str(s.runs),
+                f'{_ms(statistics.median(s.step_wall))} ({_ms(p95(s.step_wall))})',
+                f'{_ms(step_cpu)} ({_ms(p95(s.step_cpu))})',
+                f'{step_cpu / d_step:.3f}x',
+                task,
+                '—' if task_cpu is None else f'{"" if row == DIRECT else approx}{task_cpu / d_task:.3f}x',
+                f'{_bytes(statistics.median(s.request_bytes))} ({_bytes(max(s.request_bytes))})',
+                _ms(statistics.median(s.server_ms)),
+            ]
+        )
     return rows
 
 
-HEADERS = ['tools', 'agent', 'runs', 'wall per step', 'client CPU per step', 'CPU/step vs direct', 'client CPU per task',
-           'CPU/task vs direct', 'request body, median (max)', 'server per request']
+HEADERS = [
+    'tools',
+    'agent',
+    'runs',
+    'wall per step',
+    'client CPU per step',
+    'CPU/step vs direct',
+    'client CPU per task',
+    'CPU/task vs direct',
+    'request body, median (max)',
+    'server per request',
+]
 
 PROVIDER_LABELS = {
     'openai': "OpenAI: `OpenAIChatModel('gpt-4o')` (Chat Completions), `openai` SDK",
@@ -287,7 +326,7 @@ NOTE = (
     'step. A step is one model request, from the end of the previous one (running its tool call, preparing, '
     'serializing and sending this request, the loopback server answering, parsing the reply): wall time and CPU time '
     'of this process (the server runs in its own and its time per request is shown), median (p95) over every step '
-    'of every run. Per task = a run\'s total / the tools it called, so it counts the extra search step and the text '
+    "of every run. Per task = a run's total / the tools it called, so it counts the extra search step and the text "
     'step. Ratios are '
     'against the direct row measured in the same run, interleaved. Request body = HTTP bytes the server received per '
     'request. OpenAI Chat Completions keeps deferred tools off the wire (Pydantic AI sends the revealed ones after a '

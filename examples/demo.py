@@ -20,7 +20,7 @@ import json
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +28,24 @@ import pydantic_ai
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import AgentRunError
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UserPromptPart
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.mcp import MCPToolset
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bfcl_tools import bfcl_toolsets, load_bfcl_questions  # noqa: E402
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup  # noqa: E402
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
@@ -55,11 +62,13 @@ class Request:
 
 def current_utc_time() -> str:
     """Return the current UTC time in ISO 8601 format (the demo's one ungrouped tool)."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+    return datetime.now(UTC).replace(microsecond=0).isoformat()
 
 
 def mcp_source() -> MCPToolset[Any]:
-    return MCPToolset(StdioTransport(command=sys.executable, args=[str(HERE / 'mcp_server.py'), '--no-test-tools']), id='notes')
+    return MCPToolset(
+        StdioTransport(command=sys.executable, args=[str(HERE / 'mcp_server.py'), '--no-test-tools']), id='notes'
+    )
 
 
 def requests(n: int) -> list[Request]:
@@ -70,8 +79,22 @@ def requests(n: int) -> list[Request]:
 
     domain = {f.name: f.domain for f in load_bfcl_functions()}
     out = [Request(q.question, domain[q.tool_name], q.tool_name, q.arguments) for q in picked]
-    out.append(Request('Convert 100 degrees celsius to fahrenheit', 'notes', 'convert_temperature', {'value': 100, 'from_unit': 'celsius', 'to_unit': 'fahrenheit'}))
-    out.append(Request('Add a note titled groceries: milk and eggs', 'notes', 'add_note', {'title': 'groceries', 'body': 'milk and eggs'}))
+    out.append(
+        Request(
+            'Convert 100 degrees celsius to fahrenheit',
+            'notes',
+            'convert_temperature',
+            {'value': 100, 'from_unit': 'celsius', 'to_unit': 'fahrenheit'},
+        )
+    )
+    out.append(
+        Request(
+            'Add a note titled groceries: milk and eggs',
+            'notes',
+            'add_note',
+            {'title': 'groceries', 'body': 'milk and eggs'},
+        )
+    )
     out.append(Request('What time is it now in UTC?', None, 'current_utc_time', {}))
     return out
 
@@ -79,7 +102,13 @@ def requests(n: int) -> list[Request]:
 def tool_bytes(defs: list[ToolDefinition]) -> int:
     """UTF-8 bytes of the tool definitions as a model API receives them (name, description, parameters)."""
     return sum(
-        len(json.dumps({'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema}, separators=(',', ':'), ensure_ascii=False).encode())
+        len(
+            json.dumps(
+                {'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
+                separators=(',', ':'),
+                ensure_ascii=False,
+            ).encode()
+        )
         for d in defs
     )
 
@@ -97,7 +126,9 @@ class ScriptedModel:
         self.called: dict[str, tuple[str, str]] = {}
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        prompt = next(p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart))
+        prompt = next(
+            p.content for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, UserPromptPart)
+        )
         req = self.plan[str(prompt)]
         last = messages[-1]
         returned = [p for p in last.parts if isinstance(p, ToolReturnPart)] if isinstance(last, ModelRequest) else []
@@ -121,13 +152,21 @@ class ScriptedModel:
 
 def build_agent(model: Any, groups: dict[str, ToolProxyGroup[Any]], proxy: bool) -> Agent[None, str]:
     if proxy:
-        return Agent(model, tools=[current_utc_time], retries=3, capabilities=[ToolProxyCapability(groups=groups, config=ToolProxyConfig(max_results=SEARCH_LIMIT))])
+        return Agent(
+            model,
+            tools=[current_utc_time],
+            retries=3,
+            capabilities=[ToolProxyCapability(groups=groups, config=ToolProxyConfig(max_results=SEARCH_LIMIT))],
+        )
     return Agent(model, tools=[current_utc_time], toolsets=[g.source for g in groups.values()])  # type: ignore[misc]
 
 
 def make_groups() -> dict[str, ToolProxyGroup[Any]]:
     groups = {name: ToolProxyGroup(source=ts, description=desc) for name, (ts, desc) in bfcl_toolsets().items()}
-    groups['notes'] = ToolProxyGroup(source=mcp_source(), description='Personal notes (add, list, read, delete) and weather forecasts, temperature conversion')
+    groups['notes'] = ToolProxyGroup(
+        source=mcp_source(),
+        description='Personal notes (add, list, read, delete) and weather forecasts, temperature conversion',
+    )
     return groups
 
 
@@ -159,7 +198,9 @@ def real_model(name: str) -> Model:
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--requests', type=int, default=24, help='number of BFCL requests (default 24)')
-    parser.add_argument('--model', default=None, help='provider:name of a real model (its provider package and API key)')
+    parser.add_argument(
+        '--model', default=None, help='provider:name of a real model (its provider package and API key)'
+    )
     args = parser.parse_args()
     pydantic_ai.BANNER_ENABLED = False  # the demo owns its output
     model: Any = real_model(args.model) if args.model else None
@@ -196,10 +237,21 @@ async def main() -> None:
                 top1 += rank == 1
             else:
                 where = 'real model'
-            call = next((p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart) and p.tool_name in (CALL, req.tool)), None)
+            call = next(
+                (
+                    p
+                    for m in result.all_messages()
+                    if isinstance(m, ModelRequest)
+                    for p in m.parts
+                    if isinstance(p, ToolReturnPart) and p.tool_name in (CALL, req.tool)
+                ),
+                None,
+            )
             outcome = call.model_response_str()[:100] if call is not None else '(no call)'
             prompt = req.prompt.replace('\n', ' ')
-            print(f'[{i:3d}] {req.group or "-"}/{req.tool}: {where}\n      request: {prompt[:100]}\n      result:  {outcome}')
+            print(
+                f'[{i:3d}] {req.group or "-"}/{req.tool}: {where}\n      request: {prompt[:100]}\n      result:  {outcome}'
+            )
     elapsed = time.perf_counter() - started
     grouped = sum(1 for r in reqs if r.group is not None)
     direct, n_direct = await request_bytes(proxy=False)
@@ -208,7 +260,9 @@ async def main() -> None:
     if args.model is None:
         print(f'  right tool found in top {SEARCH_LIMIT}: {found}/{grouped}; ranked first: {top1}/{grouped}')
     print(f'  {len(reqs)} requests in {elapsed:.2f} s')
-    print(f'  tool-definition bytes per model request: proxy {proxied:,} B vs direct {direct:,} B ({n_direct:,} tools) = {100 * proxied / direct:.2f}%')
+    print(
+        f'  tool-definition bytes per model request: proxy {proxied:,} B vs direct {direct:,} B ({n_direct:,} tools) = {100 * proxied / direct:.2f}%'
+    )
 
 
 if __name__ == '__main__':

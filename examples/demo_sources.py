@@ -19,10 +19,9 @@ from pydantic_ai.toolsets import FunctionToolset
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bfcl_tools import bfcl_toolsets  # noqa: E402
-from demo import SEARCH_LIMIT, current_utc_time, make_groups, mcp_source  # noqa: E402
-
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig  # noqa: E402
+from bfcl_tools import bfcl_toolsets
+from demo import SEARCH_LIMIT, current_utc_time, make_groups, mcp_source
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig
 
 NOTES_DESCRIPTION = 'Personal notes (add, list, read, delete) and weather forecasts, temperature conversion'
 

@@ -44,13 +44,13 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 INSTRUCTIONS = (
-    "Notes & weather demo server. Use add_note/list_notes/get_note/delete_note to manage "
-    "short text notes (stored in memory, lost on restart). Use convert_temperature for unit "
-    "conversions and get_forecast for a (fake, deterministic) daily weather forecast."
+    'Notes & weather demo server. Use add_note/list_notes/get_note/delete_note to manage '
+    'short text notes (stored in memory, lost on restart). Use convert_temperature for unit '
+    'conversions and get_forecast for a (fake, deterministic) daily weather forecast.'
 )
 
-TempUnit = Literal["celsius", "fahrenheit", "kelvin"]
-_CONDITIONS = ("sunny", "partly cloudy", "cloudy", "fog", "light rain", "rain", "thunderstorm", "snow")
+TempUnit = Literal['celsius', 'fahrenheit', 'kelvin']
+_CONDITIONS = ('sunny', 'partly cloudy', 'cloudy', 'fog', 'light rain', 'rain', 'thunderstorm', 'snow')
 _WET_FROM = 4  # conditions from this index on have precipitation
 
 
@@ -73,23 +73,23 @@ class ForecastDay(TypedDict):
 
 
 def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+    return os.environ.get(name, '').strip().lower() in {'1', 'true', 'yes', 'on'}
 
 
 def build_server(*, test_tools: bool = True) -> MCPServer:
     """Build the server; ``test_tools`` controls whether the test and failure-mode tools exist."""
-    server = MCPServer(name="notes-weather", version="0.1.0", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer(name='notes-weather', version='0.1.0', instructions=INSTRUCTIONS, log_level='WARNING')
     notes: dict[int, Note] = {}
     next_id = [1]
 
     @server.tool()
     def add_note(
-        title: Annotated[str, Field(description="Short title of the note.")],
-        body: Annotated[str, Field(description="Text content of the note.")],
+        title: Annotated[str, Field(description='Short title of the note.')],
+        body: Annotated[str, Field(description='Text content of the note.')],
     ) -> Note:
         """Create a new note and return it, including its assigned numeric id."""
         note = Note(id=next_id[0], title=title, body=body)
-        notes[note["id"]] = note
+        notes[note['id']] = note
         next_id[0] += 1
         return note
 
@@ -99,42 +99,42 @@ def build_server(*, test_tools: bool = True) -> MCPServer:
         return [notes[k] for k in sorted(notes)]
 
     @server.tool()
-    def get_note(note_id: Annotated[int, Field(description="Id returned by add_note.")]) -> Note:
+    def get_note(note_id: Annotated[int, Field(description='Id returned by add_note.')]) -> Note:
         """Return a single note by its id."""
         if note_id not in notes:
-            raise ToolError(f"No note with id {note_id}")
+            raise ToolError(f'No note with id {note_id}')
         return notes[note_id]
 
     @server.tool()
-    def delete_note(note_id: Annotated[int, Field(description="Id returned by add_note.")]) -> str:
+    def delete_note(note_id: Annotated[int, Field(description='Id returned by add_note.')]) -> str:
         """Delete a note by its id."""
         if notes.pop(note_id, None) is None:
-            raise ToolError(f"No note with id {note_id}")
-        return f"Deleted note {note_id}"
+            raise ToolError(f'No note with id {note_id}')
+        return f'Deleted note {note_id}'
 
     @server.tool()
     def convert_temperature(
-        value: Annotated[float, Field(description="Temperature value to convert.")],
-        from_unit: Annotated[TempUnit, Field(description="Unit of `value`.")],
-        to_unit: Annotated[TempUnit, Field(description="Unit to convert to.")],
+        value: Annotated[float, Field(description='Temperature value to convert.')],
+        from_unit: Annotated[TempUnit, Field(description='Unit of `value`.')],
+        to_unit: Annotated[TempUnit, Field(description='Unit to convert to.')],
     ) -> float:
         """Convert a temperature between celsius, fahrenheit and kelvin (rounded to 2 decimals)."""
-        celsius = {"celsius": value, "fahrenheit": (value - 32) * 5 / 9, "kelvin": value - 273.15}[from_unit]
-        result = {"celsius": celsius, "fahrenheit": celsius * 9 / 5 + 32, "kelvin": celsius + 273.15}[to_unit]
+        celsius = {'celsius': value, 'fahrenheit': (value - 32) * 5 / 9, 'kelvin': value - 273.15}[from_unit]
+        result = {'celsius': celsius, 'fahrenheit': celsius * 9 / 5 + 32, 'kelvin': celsius + 273.15}[to_unit]
         return round(result, 2)
 
     @server.tool()
     def get_forecast(
         city: Annotated[str, Field(description="City name, e.g. 'Paris'.")],
-        days: Annotated[int, Field(ge=1, le=14, description="Number of days (1-14).")] = 3,
+        days: Annotated[int, Field(ge=1, le=14, description='Number of days (1-14).')] = 3,
     ) -> list[ForecastDay]:
         """Get a daily weather forecast for a city (fake data, deterministic per city and day)."""
         forecast: list[ForecastDay] = []
         for day in range(1, days + 1):
-            digest = hashlib.sha256(f"{city.strip().lower()}:{day}".encode()).digest()
+            digest = hashlib.sha256(f'{city.strip().lower()}:{day}'.encode()).digest()
             high = round(-5 + digest[0] / 255 * 40, 1)
             index = digest[1] % len(_CONDITIONS)
-            condition = "rain" if _CONDITIONS[index] == "snow" and high > 2 else _CONDITIONS[index]
+            condition = 'rain' if _CONDITIONS[index] == 'snow' and high > 2 else _CONDITIONS[index]
             forecast.append(
                 ForecastDay(
                     day=day,
@@ -150,28 +150,28 @@ def build_server(*, test_tools: bool = True) -> MCPServer:
 
         @server.tool()
         async def slow_echo(
-            text: Annotated[str, Field(description="Text to echo back.")],
-            seconds: Annotated[float, Field(ge=0, description="How long to sleep first.")] = 1.0,
+            text: Annotated[str, Field(description='Text to echo back.')],
+            seconds: Annotated[float, Field(ge=0, description='How long to sleep first.')] = 1.0,
         ) -> str:
             """Sleep for `seconds`, then return `text` unchanged (for timeout/cancellation tests)."""
             await asyncio.sleep(seconds)
             return text
 
         @server.tool()
-        def fail(message: Annotated[str, Field(description="Error message to raise.")] = "boom") -> str:
+        def fail(message: Annotated[str, Field(description='Error message to raise.')] = 'boom') -> str:
             """Always fail with a tool error carrying `message` (for error-handling tests)."""
             raise ToolError(message)
 
         @server.tool()
         async def crash_server(
-            title: Annotated[str, Field(description="Title of the note stored before the crash.")] = "half-done",
-            exit_code: Annotated[int, Field(description="Exit status of the server process.")] = 3,
+            title: Annotated[str, Field(description='Title of the note stored before the crash.')] = 'half-done',
+            exit_code: Annotated[int, Field(description='Exit status of the server process.')] = 3,
         ) -> str:
             """Store a note, then terminate the whole server process without answering (a crash mid-call)."""
-            note = Note(id=next_id[0], title=title, body="written before the crash")
-            notes[note["id"]] = note
+            note = Note(id=next_id[0], title=title, body='written before the crash')
+            notes[note['id']] = note
             next_id[0] += 1
-            print(f"mcp_server: crashing mid-call with status {exit_code}", file=sys.stderr, flush=True)
+            print(f'mcp_server: crashing mid-call with status {exit_code}', file=sys.stderr, flush=True)
             os._exit(exit_code)
 
         @server.tool()
@@ -183,7 +183,7 @@ def build_server(*, test_tools: bool = True) -> MCPServer:
         async def never_answer() -> str:
             """Never complete (for client-side timeout tests)."""
             await asyncio.Event().wait()
-            return "unreachable"
+            return 'unreachable'
 
     return server
 
@@ -191,17 +191,17 @@ def build_server(*, test_tools: bool = True) -> MCPServer:
 def main(argv: list[str] | None = None) -> None:
     """Parse flags/env vars and serve over stdio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--no-test-tools", action="store_true", default=_env_flag("EXAMPLE_MCP_NO_TEST_TOOLS"))
-    parser.add_argument("--startup-delay", type=float, default=float(os.environ.get("EXAMPLE_MCP_STARTUP_DELAY") or 0))
-    parser.add_argument("--fail-startup", action="store_true", default=_env_flag("EXAMPLE_MCP_FAIL_STARTUP"))
+    parser.add_argument('--no-test-tools', action='store_true', default=_env_flag('EXAMPLE_MCP_NO_TEST_TOOLS'))
+    parser.add_argument('--startup-delay', type=float, default=float(os.environ.get('EXAMPLE_MCP_STARTUP_DELAY') or 0))
+    parser.add_argument('--fail-startup', action='store_true', default=_env_flag('EXAMPLE_MCP_FAIL_STARTUP'))
     args = parser.parse_args(argv)
     if args.startup_delay > 0:
         time.sleep(args.startup_delay)
     if args.fail_startup:
-        print("mcp_server: failing on startup as requested", file=sys.stderr)
+        print('mcp_server: failing on startup as requested', file=sys.stderr)
         sys.exit(1)
-    build_server(test_tools=not args.no_test_tools).run("stdio")
+    build_server(test_tools=not args.no_test_tools).run('stdio')
 
 
-if __name__ == "__main__":
+if __name__ == '__main__':
     main()

@@ -42,8 +42,13 @@ def run(command: str, timeout: float = 600) -> str:
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env['PATH'] = f'{Path(sys.executable).parent}{os.pathsep}{env.get("PATH", "")}'
     proc = subprocess.run(
-        ['bash', '-c', command], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True, timeout=timeout,
+        ['bash', '-c', command],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
     )
     return proc.stdout
 
@@ -56,13 +61,19 @@ def render(text: str, workers: int = 3) -> str:
     blocks = list(BLOCK.finditer(text))
     commands = [[line[2:] for line in m.group(1).splitlines() if line.startswith('$ ')] for m in blocks]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        outputs = dict(zip(
-            (c for cs in commands for c in cs),
-            pool.map(run, (c for cs in commands for c in cs)),
-        )) if any(commands) else {}
+        outputs = (
+            dict(
+                zip(
+                    (c for cs in commands for c in cs),
+                    pool.map(run, (c for cs in commands for c in cs)),
+                )
+            )
+            if any(commands)
+            else {}
+        )
     pieces, last = [], 0
     for match, cs in zip(blocks, commands):
-        pieces.append(text[last:match.start()])
+        pieces.append(text[last : match.start()])
         if cs:
             parts = [f'$ {c}\n{outputs[c]}' + ('' if outputs[c].endswith('\n') or not outputs[c] else '\n') for c in cs]
             pieces.append('```console\n' + '\n'.join(parts) + '```')
@@ -86,13 +97,18 @@ def main() -> int:
         stale += 1
         name = str(path.relative_to(ROOT))
         if args.check:
-            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), name, f'{name} (now)'))
+            sys.stdout.writelines(
+                difflib.unified_diff(old.splitlines(True), new.splitlines(True), name, f'{name} (now)')
+            )
         else:
             path.write_text(new)
             print(f'docs-outputs: updated {name}', file=sys.stderr)
     if args.check and stale:
-        print(f'docs-outputs: {stale} file(s) show outputs that differ from what the commands print now;'
-              ' run `bash scripts/docs-outputs`', file=sys.stderr)
+        print(
+            f'docs-outputs: {stale} file(s) show outputs that differ from what the commands print now;'
+            ' run `bash scripts/docs-outputs`',
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -24,7 +24,7 @@ def lookup(record_id: int) -> str:
     return f'record {record_id}'
 
 
-def Lookup(record_id: int) -> str:  # noqa: N802 - a legacy name that differs only in letter case
+def Lookup(record_id: int) -> str:
     """Look up a record by its id (legacy API)."""
     return f'record {record_id}'
 
@@ -66,11 +66,20 @@ def problem_groups() -> dict[str, tuple[Any, str]]:
     """Group name -> (toolset, description), each group with the problems listed in the module docstring."""
     records = FunctionToolset([lookup, Lookup, undocumented, Tool(huge, description=HUGE_DESCRIPTION)])
     crm = CombinedToolset(
-        [FunctionToolset([customer_name], id='crm'), FunctionToolset([Tool(legacy_customer_name, name='customer_name')], id='legacy')]
+        [
+            FunctionToolset([customer_name], id='crm'),
+            FunctionToolset([Tool(legacy_customer_name, name='customer_name')], id='legacy'),
+        ]
     )
     client = CombinedToolset(
         [
-            ExternalToolset([ToolDefinition(name='client_op', description='Runs on the client.', parameters_json_schema={'type': 'object'})]),
+            ExternalToolset(
+                [
+                    ToolDefinition(
+                        name='client_op', description='Runs on the client.', parameters_json_schema={'type': 'object'}
+                    )
+                ]
+            ),
             FunctionToolset([Tool(refund, name='deferred_refund', defer_loading=True)]),
         ]
     )
@@ -89,7 +98,10 @@ direct = FunctionToolset([billing__refund, call_proxy_tool])
 
 def clean_groups() -> dict[str, tuple[Any, str]]:
     """A grouping without problems."""
-    return {'crm': (FunctionToolset([customer_name]), 'Customer records'), 'billing': (FunctionToolset([refund]), 'Invoices')}
+    return {
+        'crm': (FunctionToolset([customer_name]), 'Customer records'),
+        'billing': (FunctionToolset([refund]), 'Invoices'),
+    }
 
 
 def warning_groups() -> dict[str, tuple[Any, str]]:

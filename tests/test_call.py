@@ -13,9 +13,8 @@ from pydantic_ai.exceptions import CallDeferred, UsageLimitExceeded
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, RunContext, Tool, ToolDenied
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
-from tools_fixtures import CALLS, billing_toolset, crm_toolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from tools_fixtures import CALLS, billing_toolset, crm_toolset
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 
@@ -25,10 +24,15 @@ def proxy(**groups: Any) -> ToolProxyCapability[Any]:
 
 
 async def run_calls(
-    calls: list[dict[str, Any]], caps: list[Any] | None = None, usage_limits: UsageLimits | None = None, **agent_kwargs: Any
+    calls: list[dict[str, Any]],
+    caps: list[Any] | None = None,
+    usage_limits: UsageLimits | None = None,
+    **agent_kwargs: Any,
 ) -> Any:
     script = Script([[(CALL, c)] for c in calls] + ['done'])
-    agent = Agent(script.model, capabilities=caps or [proxy(crm=crm_toolset(), billing=billing_toolset())], **agent_kwargs)
+    agent = Agent(
+        script.model, capabilities=caps or [proxy(crm=crm_toolset(), billing=billing_toolset())], **agent_kwargs
+    )
     return await agent.run('x', usage_limits=usage_limits)
 
 
@@ -80,7 +84,12 @@ async def test_target_model_retry_uses_the_targets_budget_and_envelope_call_id()
 
 
 async def test_unknown_group_and_tool_retries_are_short() -> None:
-    caps = [proxy(crm=crm_toolset(), billing=FunctionToolset([Tool(lambda: 1, name=f'op_{i}', description='x') for i in range(200)]))]
+    caps = [
+        proxy(
+            crm=crm_toolset(),
+            billing=FunctionToolset([Tool(lambda: 1, name=f'op_{i}', description='x') for i in range(200)]),
+        )
+    ]
     result = await run_calls(
         [
             {'group': 'sales', 'tool': 'x', 'arguments': {}},
@@ -126,8 +135,10 @@ def guarded_toolset() -> FunctionToolset[Any]:
 @pytest.mark.parametrize('approve', [True, False])
 async def test_inline_approval_handler_approves_or_denies(approve: bool) -> None:
     async def handler(ctx: RunContext[Any], requests: DeferredToolRequests) -> DeferredToolResults:
-        return requests.build_results(approve_all=approve) if approve else DeferredToolResults(
-            approvals={c.tool_call_id: ToolDenied('not today') for c in requests.approvals}
+        return (
+            requests.build_results(approve_all=approve)
+            if approve
+            else DeferredToolResults(approvals={c.tool_call_id: ToolDenied('not today') for c in requests.approvals})
         )
 
     caps = [proxy(admin=guarded_toolset()), HandleDeferredToolCalls(handler=handler)]
@@ -150,7 +161,9 @@ async def test_unresolved_approval_or_deferral_fails_the_call_without_suspending
     assert result.output == 'done'  # the run was not suspended
     for part in call_returns(result):
         assert part.outcome == 'failed'
-        assert 'host interaction' in part.model_response_str(wrap_if_error=False) and 'directly' in part.model_response_str(wrap_if_error=False)
+        assert 'host interaction' in part.model_response_str(
+            wrap_if_error=False
+        ) and 'directly' in part.model_response_str(wrap_if_error=False)
     assert CALLS == []
 
 

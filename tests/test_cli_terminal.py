@@ -28,7 +28,16 @@ CLEAN = ['-s', 'tests/cli_sources.py:clean_groups']
 COLUMNS, ROWS = 200, 200  # wide enough that no line wraps, tall enough that nothing scrolls away
 # Variables that would change what the child decides about the terminal or the banner. pytest itself sets
 # PYTEST_VERSION, which Pydantic AI reads to hide its banner; a user's shell has none of these.
-CLEARED = ('PYTEST_VERSION', 'CI', 'PYDANTIC_AI_NO_BANNER', 'FORCE_COLOR', 'NO_COLOR', 'TTY_COMPATIBLE', 'COLUMNS', 'LINES')
+CLEARED = (
+    'PYTEST_VERSION',
+    'CI',
+    'PYDANTIC_AI_NO_BANNER',
+    'FORCE_COLOR',
+    'NO_COLOR',
+    'TTY_COMPATIBLE',
+    'COLUMNS',
+    'LINES',
+)
 
 
 def _env() -> dict[str, str]:
@@ -90,7 +99,11 @@ def on_terminal(*args: str, timeout: float = 300, stdout_to: Path | None = None)
 def piped(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, '-m', 'pydantic_ai_toolproxy', *args],
-        capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=_env(),
+        timeout=300,
     )
 
 
@@ -152,7 +165,10 @@ def test_a_closed_pipe_ends_quietly() -> None:
     # `toolproxy ... inspect --full | head -1`: the reader goes away before the output is written.
     proc = subprocess.Popen(
         [sys.executable, '-m', 'pydantic_ai_toolproxy', *CLEAN, 'inspect', '--full'],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=_env(),
     )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()

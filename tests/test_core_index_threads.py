@@ -11,7 +11,6 @@ import sys
 import textwrap
 
 import pytest
-
 from pydantic_ai_toolproxy import _core
 
 BATCH = 16 * 1024  # the binding's conversion batch: more records than this take the threaded path
@@ -94,7 +93,7 @@ def test_a_bad_record_anywhere_in_a_large_upsert_changes_nothing() -> None:
         assert index.keys() == ['g__kept']
 
     def failing() -> object:
-        yield from records[:BATCH + 5]
+        yield from records[: BATCH + 5]
         raise KeyError('source failed mid-way')
 
     with pytest.raises(KeyError):

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart, UserPromptPart
@@ -25,7 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'examples'))
 from demo import CALL, SEARCH, Request, ScriptedModel  # noqa: E402
 
-INFO = AgentInfo(function_tools=[], allow_text_output=True, output_tools=[], model_settings=None, model_request_parameters=None, instructions=None)  # type: ignore[call-arg]
+INFO = AgentInfo(
+    function_tools=[],
+    allow_text_output=True,
+    output_tools=[],
+    model_settings=None,
+    model_request_parameters=None,
+    instructions=None,
+)  # type: ignore[call-arg]
 
 
 def _after_search(model: ScriptedModel, prompt: str, page: list[tuple[str, str]]) -> ModelResponse:
@@ -60,7 +67,7 @@ def test_scripted_model_calls_the_top_match_and_records_that_it_was_not_found() 
 class _ChatCompletions(BaseHTTPRequestHandler):
     """`POST /v1/chat/completions`: search with the prompt, call the first tool found, then answer `done`."""
 
-    seen: list[dict[str, Any]] = []
+    seen: ClassVar[list[dict[str, Any]]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -78,14 +85,26 @@ class _ChatCompletions(BaseHTTPRequestHandler):
             page = json.loads(last['content'])
             if page.get('tools'):
                 first = page['tools'][0]
-                call = {'name': CALL, 'arguments': json.dumps({'group': first['group'], 'tool': first['tool'], 'arguments': {}})}
+                call = {
+                    'name': CALL,
+                    'arguments': json.dumps({'group': first['group'], 'tool': first['tool'], 'arguments': {}}),
+                }
         if call is not None:
-            message = {'role': 'assistant', 'content': None, 'tool_calls': [{'id': f'call_{len(messages)}', 'type': 'function', 'function': call}]}
-        reply = json.dumps({
-            'id': 'chatcmpl-loopback', 'object': 'chat.completion', 'created': 0, 'model': body['model'],
-            'choices': [{'index': 0, 'message': message, 'finish_reason': 'tool_calls' if call else 'stop'}],
-            'usage': {'prompt_tokens': 1, 'completion_tokens': 1, 'total_tokens': 2},
-        }).encode()
+            message = {
+                'role': 'assistant',
+                'content': None,
+                'tool_calls': [{'id': f'call_{len(messages)}', 'type': 'function', 'function': call}],
+            }
+        reply = json.dumps(
+            {
+                'id': 'chatcmpl-loopback',
+                'object': 'chat.completion',
+                'created': 0,
+                'model': body['model'],
+                'choices': [{'index': 0, 'message': message, 'finish_reason': 'tool_calls' if call else 'stop'}],
+                'usage': {'prompt_tokens': 1, 'completion_tokens': 1, 'total_tokens': 2},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header('Content-Type', 'application/json')
         self.send_header('Content-Length', str(len(reply)))
@@ -109,23 +128,38 @@ def chat_server() -> Iterator[str]:
 def _demo(*args: str, env: dict[str, str], prelude: str = '') -> subprocess.CompletedProcess[str]:
     code = f'{prelude}import runpy, sys; sys.argv = ["demo.py", *{list(args)!r}]; runpy.run_path("examples/demo.py", run_name="__main__")'
     base = {k: v for k, v in os.environ.items() if not k.startswith('OPENAI_')}
-    return subprocess.run([sys.executable, '-c', code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, '-c', code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_demo_with_a_real_model_api_on_loopback(chat_server: str) -> None:
-    proc = _demo('--model', 'openai-chat:loopback-model', '--requests', '1', env={'OPENAI_BASE_URL': chat_server, 'OPENAI_API_KEY': 'sk-loopback'})
+    proc = _demo(
+        '--model',
+        'openai-chat:loopback-model',
+        '--requests',
+        '1',
+        env={'OPENAI_BASE_URL': chat_server, 'OPENAI_API_KEY': 'sk-loopback'},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count(': real model\n') == 3  # 1 BFCL request + the two notes requests; the clock is ungrouped
     offered = {t['function']['name'] for body in _ChatCompletions.seen for t in body.get('tools', [])}
     assert {SEARCH, CALL, 'current_utc_time'} <= offered and len(offered) == 3  # no member schema in any request
-    called = [m for body in _ChatCompletions.seen for m in body['messages'] if m['role'] == 'assistant' and m.get('tool_calls')]
+    called = [
+        m
+        for body in _ChatCompletions.seen
+        for m in body['messages']
+        if m['role'] == 'assistant' and m.get('tool_calls')
+    ]
     assert any(c['tool_calls'][0]['function']['name'] == CALL for c in called)
     assert 'tool-definition bytes per model request' in proc.stdout
 
 
 def test_demo_names_the_package_a_missing_provider_needs() -> None:
     # The provider's SDK is made unimportable in the child, whatever this environment has installed.
-    proc = _demo('--model', 'anthropic:claude-sonnet-4-5', env={}, prelude='import sys; sys.modules["anthropic"] = None; ')
+    proc = _demo(
+        '--model', 'anthropic:claude-sonnet-4-5', env={}, prelude='import sys; sys.modules["anthropic"] = None; '
+    )
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr

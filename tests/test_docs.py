@@ -53,9 +53,7 @@ def test_the_docs_have_blocks_of_both_kinds() -> None:
     assert all(reason is None or len(reason) > 10 for *_, reason in BLOCKS)
 
 
-@pytest.mark.parametrize(
-    'where,code', [(f'{f}:{line}', code) for f, line, code, reason in BLOCKS if reason is None]
-)
+@pytest.mark.parametrize('where,code', [(f'{f}:{line}', code) for f, line, code, reason in BLOCKS if reason is None])
 def test_python_block_runs(where: str, code: str) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(('OPENAI_', 'ANTHROPIC_'))}
     env['OPENAI_API_KEY'] = 'sk-docs-test-not-a-key'  # constructing a provider's model needs one; nothing is sent
@@ -81,7 +79,9 @@ def test_readme_shows_the_quickstart_verbatim() -> None:
 
 def test_quickstart_prints_its_results_in_under_two_seconds_of_cpu() -> None:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run([sys.executable, 'examples/quickstart.py'], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, 'examples/quickstart.py'], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
@@ -107,16 +107,22 @@ def test_command_outputs_shown_are_current(path: Path) -> None:
 
 def test_the_output_script_fills_a_console_block() -> None:
     doc = '```console\n$ echo one\nstale\n$ printf "two\\n"; echo "exit $?"\n```\n'
-    assert docs_outputs.render(doc) == '```console\n$ echo one\none\n\n$ printf "two\\n"; echo "exit $?"\ntwo\nexit 0\n```\n'
+    assert (
+        docs_outputs.render(doc)
+        == '```console\n$ echo one\none\n\n$ printf "two\\n"; echo "exit $?"\ntwo\nexit 0\n```\n'
+    )
 
 
 def test_readme_bytes_per_request_are_what_inspect_measures_now() -> None:
     proc = subprocess.run(
         [sys.executable, '-m', 'pydantic_ai_toolproxy', '--config', 'examples/toolproxy.toml', 'inspect', '--json'],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     proxy, direct = doc['per_request']['proxy']['total_bytes'], doc['per_request']['direct']['total_bytes']
-    row = f'| the demo\'s {doc["grouped_tools"]:,} grouped tools (17 BFCL domains + an MCP server) | {proxy:,} vs {direct:,} ({100 * proxy / direct:.2f}%) |'
+    row = f"| the demo's {doc['grouped_tools']:,} grouped tools (17 BFCL domains + an MCP server) | {proxy:,} vs {direct:,} ({100 * proxy / direct:.2f}%) |"
     assert row in (ROOT / 'README.md').read_text(), f'README should show: {row}'

@@ -7,9 +7,8 @@ import re
 import textwrap
 from typing import Any
 
-import pytest
-
 import pydantic_ai_toolproxy
+import pytest
 from pydantic_ai_toolproxy import _names
 
 BLOCK = re.compile(r'```python\n(.*?)```', re.S)

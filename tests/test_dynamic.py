@@ -10,9 +10,8 @@ from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
-from tools_fixtures import CALLS, crm_toolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from tools_fixtures import CALLS, crm_toolset
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 
@@ -59,7 +58,9 @@ async def test_dynamic_toolset_changes_between_steps_and_index_updates_increment
 
     dynamic = DynamicToolset(toolset_func=tools_for_step, per_run_step=True)
     proxy = ToolProxyCapability(groups={'reports': ToolProxyGroup(source=dynamic, description='Reports')})
-    script = Script([[(SEARCH, {'query': 'report'})], [(SEARCH, {'query': 'report'})], [(SEARCH, {'query': 'report'})], 'done'])
+    script = Script(
+        [[(SEARCH, {'query': 'report'})], [(SEARCH, {'query': 'report'})], [(SEARCH, {'query': 'report'})], 'done']
+    )
     result = await Agent(script.model, capabilities=[proxy]).run('x')
     pages = [page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH]
     assert [t['tool'] for t in pages[0]['tools']] == ['alpha_report']
@@ -153,7 +154,9 @@ async def test_index_follows_descriptions_and_schemas_edited_by_another_capabili
     assert pages[1]['tools'][0]['description'] == 'Look up the zeppelin registry.'
     assert 'airship_hangar' not in pages[2]['tools'][0]['parameters_json_schema']['properties']
     assert 'airship_hangar' in pages[3]['tools'][0]['parameters_json_schema']['properties']
-    assert proxy.index_builds == 3, proxy.index_builds  # first build, the description, the new schema (not the equal one)
+    assert proxy.index_builds == 3, (
+        proxy.index_builds
+    )  # first build, the description, the new schema (not the equal one)
 
 
 async def test_a_change_that_equality_hides_still_reaches_the_model() -> None:
@@ -170,9 +173,15 @@ async def test_a_change_that_equality_hides_still_reaches_the_model() -> None:
 
     def listing(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
         if ctx.run_step == 1:
-            meta, schema = {'admin_only': 1}, {'type': 'object', 'properties': {'x': {'enum': [0, 1]}, 'z': {'type': 'integer'}}}
+            meta, schema = (
+                {'admin_only': 1},
+                {'type': 'object', 'properties': {'x': {'enum': [0, 1]}, 'z': {'type': 'integer'}}},
+            )
         else:
-            meta, schema = {'admin_only': True}, {'type': 'object', 'properties': {'z': {'type': 'integer'}, 'x': {'enum': [False, True]}}}
+            meta, schema = (
+                {'admin_only': True},
+                {'type': 'object', 'properties': {'z': {'type': 'integer'}, 'x': {'enum': [False, True]}}},
+            )
         return [replace(d, metadata=meta, parameters_json_schema=schema) for d in defs]
 
     seen: list[Any] = []
@@ -183,7 +192,9 @@ async def test_a_change_that_equality_hides_still_reaches_the_model() -> None:
             seen.append(tools['g__alpha'].tool_def.metadata)
             return request_context
 
-    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=PreparedToolset(FunctionToolset([alpha]), listing), description='G')})
+    proxy = ToolProxyCapability(
+        groups={'g': ToolProxyGroup(source=PreparedToolset(FunctionToolset([alpha]), listing), description='G')}
+    )
     script = Script([[(SEARCH, {'query': 'alpha'})], [(SEARCH, {'query': 'alpha'})], 'done'])
     result = await Agent(script.model, capabilities=[proxy, Record()]).run('x')
     assert [type(m['admin_only']) for m in seen] == [int, bool, bool]
@@ -202,7 +213,9 @@ async def test_a_canonical_name_that_moves_to_another_group_is_filed_under_the_n
         return 'ok'
 
     def source(name: str, steps: range) -> PreparedToolset[Any]:
-        tools = FunctionToolset([Tool.from_schema(op, name=name, description='Frobnicate the widget', json_schema={'type': 'object'})])
+        tools = FunctionToolset(
+            [Tool.from_schema(op, name=name, description='Frobnicate the widget', json_schema={'type': 'object'})]
+        )
         return PreparedToolset(tools, lambda ctx, defs: defs if ctx.run_step in steps else [])
 
     proxy = ToolProxyCapability(
@@ -211,7 +224,9 @@ async def test_a_canonical_name_that_moves_to_another_group_is_filed_under_the_n
             'a_': ToolProxyGroup(source=source('x', range(2, 9)), description='B'),
         }
     )
-    script = Script([[(SEARCH, {'query': 'frobnicate', 'group': 'a'})], [(SEARCH, {'query': 'frobnicate', 'group': 'a_'})], 'done'])
+    script = Script(
+        [[(SEARCH, {'query': 'frobnicate', 'group': 'a'})], [(SEARCH, {'query': 'frobnicate', 'group': 'a_'})], 'done']
+    )
     result = await Agent(script.model, capabilities=[proxy]).run('x')
     first, second = (page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH)
     assert [(t['group'], t['tool']) for t in first['tools']] == [('a', '_x')]
@@ -237,7 +252,9 @@ async def test_a_finished_run_state_is_not_kept_by_the_index() -> None:
         """Look up a record."""
         return 'r'
 
-    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=FunctionToolset([Tool(lookup, prepare=with_session)]), description='G')})
+    proxy = ToolProxyCapability(
+        groups={'g': ToolProxyGroup(source=FunctionToolset([Tool(lookup, prepare=with_session)]), description='G')}
+    )
     script = Script([])
     agent = Agent(script.model, capabilities=[proxy], deps_type=Session)
     sessions: list[weakref.ref[Session]] = []

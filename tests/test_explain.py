@@ -14,7 +14,6 @@ import pytest
 from conftest import Script, page_of, returns
 from pydantic_ai import Agent
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import SearchExplanation, ToolProxyCapability, ToolProxyGroup
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,11 +53,23 @@ async def test_explain_names_words_fields_and_shares_in_ranked_order() -> None:
 
 def test_cli_search_explain() -> None:
     env = {**os.environ, 'PYTHONPATH': str(ROOT / 'tests')}
-    base = [sys.executable, '-m', 'pydantic_ai_toolproxy', '-s', 'test_explain:proxy', 'search', 'fill a form', '--limit', '2']
+    base = [
+        sys.executable,
+        '-m',
+        'pydantic_ai_toolproxy',
+        '-s',
+        'test_explain:proxy',
+        'search',
+        'fill a form',
+        '--limit',
+        '2',
+    ]
     text = subprocess.run([*base, '--explain'], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert text.returncode == 0, text.stderr
     assert '1. browser/fill_form: score' in text.stdout and 'form in tool name' in text.stdout
-    data = subprocess.run([*base, '--explain', '--json'], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    data = subprocess.run(
+        [*base, '--explain', '--json'], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120
+    )
     doc = json.loads(data.stdout)
     assert doc['page']['tools'][0]['tool'] == 'fill_form'
     assert doc['explain'][0]['tool'] == 'fill_form' and doc['explain'][0]['matches']

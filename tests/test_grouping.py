@@ -10,15 +10,16 @@ from conftest import Script, last_return, page_of, returns
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability, Capability, CombinedCapability, Toolset
 from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
-from tools_fixtures import CALLS, billing_toolset, crm_toolset, status
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from tools_fixtures import CALLS, billing_toolset, crm_toolset, status
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 
 
 def proxy(**groups: Any) -> ToolProxyCapability[Any]:
-    return ToolProxyCapability(groups={name: ToolProxyGroup(source=s, description=f'{name} tools') for name, s in groups.items()})
+    return ToolProxyCapability(
+        groups={name: ToolProxyGroup(source=s, description=f'{name} tools') for name, s in groups.items()}
+    )
 
 
 async def test_members_registered_hidden_and_called_through_the_envelope() -> None:
@@ -39,7 +40,9 @@ async def test_members_registered_hidden_and_called_through_the_envelope() -> No
         assert not any('__' in t.name for t in info.function_tools)
     # Members stay registered in the ToolManager under canonical names.
     registered = last_return(result.all_messages(), 'status').content
-    assert {'crm__customer_name', 'crm__update_customer_email', 'crm__explode', 'billing__list_invoices'} <= set(registered)
+    assert {'crm__customer_name', 'crm__update_customer_email', 'crm__explode', 'billing__list_invoices'} <= set(
+        registered
+    )
     page = page_of(last_return(result.all_messages(), SEARCH))
     assert page['tools'][0]['group'] == 'crm' and page['tools'][0]['tool'] == 'customer_name'
     assert last_return(result.all_messages(), CALL).content == 'Ada'
@@ -70,7 +73,9 @@ async def test_member_called_directly_gets_a_retry_and_never_runs() -> None:
     result = await agent.run('x')
     part = last_return(result.all_messages(), 'crm__customer_name')
     assert part.outcome == 'retried'
-    assert CALL in part.model_response_str(wrap_if_error=False) and '"group": "crm"' in part.model_response_str(wrap_if_error=False)
+    assert CALL in part.model_response_str(wrap_if_error=False) and '"group": "crm"' in part.model_response_str(
+        wrap_if_error=False
+    )
     assert CALLS == []
 
 
@@ -103,7 +108,9 @@ class PerRunCapability(AbstractCapability[Any]):
     [
         pytest.param(lambda: CombinedToolset([crm_toolset(), billing_toolset()]), id='CombinedToolset'),
         pytest.param(lambda: Capability(toolsets=[crm_toolset(), billing_toolset()]), id='Capability'),
-        pytest.param(lambda: CombinedCapability([Toolset(crm_toolset()), Toolset(billing_toolset())]), id='CombinedCapability'),
+        pytest.param(
+            lambda: CombinedCapability([Toolset(crm_toolset()), Toolset(billing_toolset())]), id='CombinedCapability'
+        ),
     ],
 )
 async def test_native_composition_sources(source: Any) -> None:

@@ -9,9 +9,8 @@ from conftest import Script, last_return, page_of
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.tools import ToolDefinition
-from tools_fixtures import billing_toolset, crm_toolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from tools_fixtures import billing_toolset, crm_toolset
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 
@@ -45,7 +44,13 @@ async def test_guidance_names_configured_controls_and_source_instructions_are_wi
     await Agent(script.model, capabilities=[proxy(config)]).run('x')
     instructions = script.infos[0].instructions or ''
     assert '`find_operations`' in instructions and '`invoke_operation`' in instructions
-    for point in ('discover the exact tool schema', 'arguments` object', 'Reuse a schema', 'next_offset', 'inspect the current state'):
+    for point in (
+        'discover the exact tool schema',
+        'arguments` object',
+        'Reuse a schema',
+        'next_offset',
+        'inspect the current state',
+    ):
         assert point in instructions
     assert 'Use numeric customer IDs' not in instructions
     assert sorted(script.offered(0)) == ['find_operations', 'invoke_operation']

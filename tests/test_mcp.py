@@ -12,7 +12,6 @@ from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import MCP
 from pydantic_ai.mcp import MCPToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 SERVER = Path(__file__).resolve().parent.parent / 'examples' / 'mcp_server.py'
@@ -27,14 +26,26 @@ def transport() -> StdioTransport:
     'make_source',
     [
         pytest.param(lambda: MCPToolset(transport(), id='notes', include_instructions=True), id='MCPToolset'),
-        pytest.param(lambda: MCP(native=False, local=MCPToolset(transport(), id='notes', include_instructions=True)), id='MCP-capability'),
+        pytest.param(
+            lambda: MCP(native=False, local=MCPToolset(transport(), id='notes', include_instructions=True)),
+            id='MCP-capability',
+        ),
     ],
 )
 async def test_grouped_stdio_mcp_server_search_and_call(make_source: Any) -> None:
     script = Script(
         [
             [(SEARCH, {'query': 'temperature convert', 'group': 'notes'})],
-            [(CALL, {'group': 'notes', 'tool': 'convert_temperature', 'arguments': {'value': 100, 'from_unit': 'celsius', 'to_unit': 'fahrenheit'}})],
+            [
+                (
+                    CALL,
+                    {
+                        'group': 'notes',
+                        'tool': 'convert_temperature',
+                        'arguments': {'value': 100, 'from_unit': 'celsius', 'to_unit': 'fahrenheit'},
+                    },
+                )
+            ],
             [(CALL, {'group': 'notes', 'tool': 'add_note', 'arguments': '{"title": "t", "body": "b"}'})],
             'done',
         ]
@@ -58,7 +69,9 @@ async def test_mcp_capability_with_native_true_is_rejected() -> None:
     from pydantic_ai.exceptions import UserError
 
     proxy = ToolProxyCapability(
-        groups={'notes': ToolProxyGroup(source=MCP('http://127.0.0.1:9/mcp', native=True, local=False), description='Notes')}
+        groups={
+            'notes': ToolProxyGroup(source=MCP('http://127.0.0.1:9/mcp', native=True, local=False), description='Notes')
+        }
     )
     with pytest.raises(UserError, match='native=False, local=True'):
         await Agent(Script(['ok']).model, capabilities=[proxy]).run('x')

@@ -22,7 +22,6 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
 from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
 
@@ -91,11 +90,13 @@ async def test_a_stale_next_offset_after_the_tools_shrank_returns_the_empty_page
 
 async def test_arguments_nested_thousands_deep_get_a_retry() -> None:
     deep = '[' * 5_000 + ']' * 5_000
-    script = Script([
-        [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': deep})],
-        [(CALL, {'group': 'g', 'tool': 'tool_number_2', 'arguments': json.dumps({'x': '{' * 3})})],
-        [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': '{"x": ' * 150 + '1' + '}' * 150})],
-    ])
+    script = Script(
+        [
+            [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': deep})],
+            [(CALL, {'group': 'g', 'tool': 'tool_number_2', 'arguments': json.dumps({'x': '{' * 3})})],
+            [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': '{"x": ' * 150 + '1' + '}' * 150})],
+        ]
+    )
     result = await Agent(script.model, capabilities=[proxy()]).run('go')
     assert result.output == 'done' and RAN == []
     said = texts(result.all_messages())
@@ -178,7 +179,10 @@ async def test_canonical_name_clash_between_toolset_groups_is_a_user_error() -> 
     ops.add_function(lambda: 'a', name='_purge', description='Purge a.')
     ops_.add_function(lambda: 'b', name='purge', description='Purge b.')
     capability = ToolProxyCapability(
-        groups={'ops': ToolProxyGroup(source=ops, description='Ops'), 'ops_': ToolProxyGroup(source=ops_, description='Ops 2')}
+        groups={
+            'ops': ToolProxyGroup(source=ops, description='Ops'),
+            'ops_': ToolProxyGroup(source=ops_, description='Ops 2'),
+        }
     )
     with pytest.raises(UserError) as raised:
         await Agent(Script(['x']).model, capabilities=[capability]).run('go')
@@ -227,7 +231,13 @@ async def test_a_schema_value_whose_comparison_raises_is_treated_as_changed(valu
     capability = ToolProxyCapability(
         groups={'g': ToolProxyGroup(source=numbered(3).prepared(rebuild), description='Numbered')}
     )
-    script = Script([[(SEARCH, {'query': 'numbered'})], [(SEARCH, {'query': 'numbered 2'})], [(CALL, {'group': 'g', 'tool': 'tool_number_2', 'arguments': {'x': 4}})]])
+    script = Script(
+        [
+            [(SEARCH, {'query': 'numbered'})],
+            [(SEARCH, {'query': 'numbered 2'})],
+            [(CALL, {'group': 'g', 'tool': 'tool_number_2', 'arguments': {'x': 4}})],
+        ]
+    )
     result = await Agent(script.model, capabilities=[capability]).run('go')
     assert result.output == 'done' and RAN == ['tool_number_2']
 
@@ -253,13 +263,15 @@ async def test_prefix_tools_around_the_proxy_fails_at_preparation() -> None:
 
 
 async def test_two_typos_in_two_tool_names_do_not_end_the_run() -> None:
-    script = Script([
-        [(CALL, {'group': 'g', 'tool': 'tool_nmber_1', 'arguments': {}})],
-        [(CALL, {'group': 'g', 'tool': 'tool_nmber_2', 'arguments': {}})],
-        [(CALL, {'group': 'gg', 'tool': 'tool_number_3', 'arguments': {}})],
-        [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': [1]})],
-        [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': {}})],
-    ])
+    script = Script(
+        [
+            [(CALL, {'group': 'g', 'tool': 'tool_nmber_1', 'arguments': {}})],
+            [(CALL, {'group': 'g', 'tool': 'tool_nmber_2', 'arguments': {}})],
+            [(CALL, {'group': 'gg', 'tool': 'tool_number_3', 'arguments': {}})],
+            [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': [1]})],
+            [(CALL, {'group': 'g', 'tool': 'tool_number_3', 'arguments': {}})],
+        ]
+    )
     result = await Agent(script.model, capabilities=[proxy()]).run('go')
     assert result.output == 'done' and RAN == ['tool_number_3']
     assert [p.outcome for p in returns(result.all_messages())] == ['retried'] * 4 + ['success']
@@ -288,13 +300,15 @@ async def test_testmodel_needs_call_tools_set_to_the_search_control() -> None:
 
 async def test_model_values_are_not_echoed_whole() -> None:
     huge = 'x' * 100_000
-    script = Script([
-        [(SEARCH, {'query': 'numbered', 'group': huge})],
-        [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {huge: 1}})],
-        [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {}, huge: 1})],
-        [(CALL, {'group': huge, 'tool': huge, 'arguments': {}})],
-        [(CALL, {'group': 'g', 'tool': huge, 'arguments': {}})],
-    ])
+    script = Script(
+        [
+            [(SEARCH, {'query': 'numbered', 'group': huge})],
+            [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {huge: 1}})],
+            [(CALL, {'group': 'g', 'tool': 'tool_number_1', 'arguments': {}, huge: 1})],
+            [(CALL, {'group': huge, 'tool': huge, 'arguments': {}})],
+            [(CALL, {'group': 'g', 'tool': huge, 'arguments': {}})],
+        ]
+    )
     strict = FunctionToolset()
 
     def tool_number_1(x: int = 0) -> str:
@@ -313,7 +327,10 @@ async def test_close_names_come_from_the_named_group_only() -> None:
     ops.add_function(lambda: 'a', name='restart', description='Restart.')
     ops_.add_function(lambda: 'b', name='_purge_all', description='Purge.')
     capability = ToolProxyCapability(
-        groups={'ops': ToolProxyGroup(source=ops, description='Ops'), 'ops_': ToolProxyGroup(source=ops_, description='Ops 2')}
+        groups={
+            'ops': ToolProxyGroup(source=ops, description='Ops'),
+            'ops_': ToolProxyGroup(source=ops_, description='Ops 2'),
+        }
     )
     script = Script([[(CALL, {'group': 'ops', 'tool': '_purge_al', 'arguments': {}})]])
     result = await Agent(script.model, capabilities=[capability]).run('go')
@@ -340,7 +357,9 @@ async def test_a_returned_page_does_not_change_when_the_host_edits_a_schema() ->
     async def same_schema(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
         return [ToolDefinition(name=d.name, description=d.description, parameters_json_schema=schema) for d in defs]
 
-    capability = ToolProxyCapability(groups={'g': ToolProxyGroup(source=toolset.prepared(same_schema), description='G')})
+    capability = ToolProxyCapability(
+        groups={'g': ToolProxyGroup(source=toolset.prepared(same_schema), description='G')}
+    )
 
     def edit(messages: Any, info: Any) -> str:
         schema['properties']['x']['description'] = 'y' * 10_000  # in place, after the page was returned
@@ -392,11 +411,10 @@ async def test_unknown_tool_retries_in_a_continued_history_are_shortened() -> No
     from pydantic_ai import capture_run_messages
 
     capability = proxy(2_000)
-    with capture_run_messages() as messages:
-        with pytest.raises(UsageLimitExceeded):
-            await Agent(Script([[('tool_number_1', {})]]).model, capabilities=[capability]).run(
-                'go', usage_limits=UsageLimits(request_limit=1)
-            )
+    with capture_run_messages() as messages, pytest.raises(UsageLimitExceeded):
+        await Agent(Script([[('tool_number_1', {})]]).model, capabilities=[capability]).run(
+            'go', usage_limits=UsageLimits(request_limit=1)
+        )
     seen: list[str] = []
 
     def read(history: Any, info: Any) -> str:

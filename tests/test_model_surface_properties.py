@@ -20,14 +20,13 @@ import asyncio
 import json
 from typing import Any
 
+from conftest import returns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
-
-from conftest import returns
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
 
@@ -64,7 +63,9 @@ JUNK_TEXT = st.one_of(
 )
 HUGE_INT = st.one_of(st.integers(-5, 15), st.integers(-(2**70), 2**70))
 GROUP = st.one_of(st.none(), st.sampled_from(list(TOOLS)), JUNK_TEXT, st.integers())
-TOOL = st.one_of(st.sampled_from([t for ts in TOOLS.values() for t in ts] + ['_purge_all', 'ops___purge_all']), JUNK_TEXT, st.none())
+TOOL = st.one_of(
+    st.sampled_from([t for ts in TOOLS.values() for t in ts] + ['_purge_all', 'ops___purge_all']), JUNK_TEXT, st.none()
+)
 ARGUMENTS = st.one_of(
     st.just({'customer_id': 7}),
     st.dictionaries(st.text(max_size=12), st.one_of(st.integers(), st.text(max_size=8), st.none()), max_size=3),
@@ -83,7 +84,9 @@ ENVELOPE = st.fixed_dictionaries(
     {'group': GROUP, 'tool': TOOL, 'arguments': ARGUMENTS}, optional={'extra': JUNK_TEXT}
 ).map(lambda args: (CALL, args))
 DIRECT = st.one_of(
-    st.sampled_from(['crm__customer_name', 'ops___purge', 'ops___purge_all', 'customer_name', 'restart', 'direct_tool']),
+    st.sampled_from(
+        ['crm__customer_name', 'ops___purge', 'ops___purge_all', 'customer_name', 'restart', 'direct_tool']
+    ),
     JUNK_TEXT.filter(lambda name: bool(name) and name.isprintable()),
 ).map(lambda name: (name, {} if name == 'direct_tool' else {'customer_id': 1}))
 RESPONSES = st.lists(st.lists(st.one_of(SEARCH_CALL, ENVELOPE, DIRECT), min_size=1, max_size=3), min_size=1, max_size=4)
@@ -117,7 +120,9 @@ def scripted(responses: list[list[tuple[str, dict[str, Any]]]]) -> FunctionModel
         response = next(turns, None)
         if response is None:
             return ModelResponse(parts=[TextPart('done')])
-        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f'c{id(args)}_{i}') for i, (name, args) in enumerate(response)])
+        return ModelResponse(
+            parts=[ToolCallPart(name, args, tool_call_id=f'c{id(args)}_{i}') for i, (name, args) in enumerate(response)]
+        )
 
     return FunctionModel(model)
 
@@ -142,4 +147,4 @@ def test_random_model_output_never_breaks_the_run(responses: list[list[tuple[str
             page = json.loads(text)
             assert set(page) == {'tools', 'total', 'next_offset'}
             assert len(text.encode()) <= BUDGET, len(text.encode())
-    assert RAN == expected_runs(responses)
+    assert expected_runs(responses) == RAN

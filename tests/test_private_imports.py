@@ -31,14 +31,18 @@ def test_every_private_import_of_the_package_is_listed() -> None:
     assert listed, 'the list itself imports the names'
     for path in sorted(PACKAGE.rglob('*.py')):
         unlisted = private_imports(path.read_text()) - listed
-        assert not unlisted, f'{path.relative_to(PACKAGE)} imports private Pydantic AI names not listed in _private.py: {unlisted}'
+        assert not unlisted, (
+            f'{path.relative_to(PACKAGE)} imports private Pydantic AI names not listed in _private.py: {unlisted}'
+        )
 
 
 def test_only_the_list_imports_private_names() -> None:
     for path in sorted(PACKAGE.rglob('*.py')):
         if path.name != '_private.py':
             found = private_imports(path.read_text())
-            assert not found, f'{path.relative_to(PACKAGE)} imports {found} from Pydantic AI directly: import them from ._private'
+            assert not found, (
+                f'{path.relative_to(PACKAGE)} imports {found} from Pydantic AI directly: import them from ._private'
+            )
 
 
 def test_each_listed_name_is_documented_and_resolves() -> None:
@@ -49,7 +53,9 @@ def test_each_listed_name_is_documented_and_resolves() -> None:
 
 
 def test_the_checker_sees_private_imports() -> None:
-    assert private_imports('from pydantic_ai._utils import gather\nimport pydantic_ai.toolsets._dynamic\nfrom pydantic_ai.tools import Tool') == {
+    assert private_imports(
+        'from pydantic_ai._utils import gather\nimport pydantic_ai.toolsets._dynamic\nfrom pydantic_ai.tools import Tool'
+    ) == {
         ('pydantic_ai._utils', 'gather'),
         ('pydantic_ai.toolsets._dynamic', '*'),
     }

@@ -38,9 +38,8 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from pydantic_core import SchemaValidator, core_schema
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 HOSTILE_SERVER = Path(__file__).resolve().parent / 'hostile_mcp_server.py'
@@ -68,7 +67,10 @@ NAN_DEFAULTS = {
     'type': 'object',
     'properties': {'x': {'type': 'number', 'default': float('nan')}, 'y': {'type': 'number', 'default': float('inf')}},
 }
-WIDE = {'type': 'object', 'properties': {f'p{i}': {'type': 'string', 'description': f'field {i}'} for i in range(100_000)}}
+WIDE = {
+    'type': 'object',
+    'properties': {f'p{i}': {'type': 'string', 'description': f'field {i}'} for i in range(100_000)},
+}
 
 # name -> (schema factory, description, what search does with the entry: 'shown', 'unsendable' or 'oversize')
 HOSTILE: dict[str, tuple[Any, str, str]] = {
@@ -179,8 +181,12 @@ async def test_schemas_rebuilt_every_step_with_cycles_and_depth_do_not_recurse()
     def tools_for_step(ctx: RunContext[Any]) -> FunctionToolset[Any]:
         return FunctionToolset(
             [
-                Tool.from_schema(_accept_anything, name='circle', description='circular step tool', json_schema=cyclic()),
-                Tool.from_schema(_accept_anything, name='abyss', description='deep step tool', json_schema=nested(10_000)),
+                Tool.from_schema(
+                    _accept_anything, name='circle', description='circular step tool', json_schema=cyclic()
+                ),
+                Tool.from_schema(
+                    _accept_anything, name='abyss', description='deep step tool', json_schema=nested(10_000)
+                ),
                 Tool.from_schema(
                     _accept_anything, name='level', description='plain step tool', json_schema={'type': 'object'}
                 ),
@@ -238,11 +244,15 @@ class RawToolset(AbstractToolset[Any]):
             for name in self.names
         }
 
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
         return f'ran {name}'
 
 
-@pytest.mark.parametrize('bad', [12345, None, '', 'lone\ud800surrogate', b'bytes'], ids=['int', 'None', 'empty', 'surrogate', 'bytes'])
+@pytest.mark.parametrize(
+    'bad', [12345, None, '', 'lone\ud800surrogate', b'bytes'], ids=['int', 'None', 'empty', 'surrogate', 'bytes']
+)
 async def test_unusable_tool_names_fail_preparation_naming_group_and_name(bad: Any) -> None:
     proxy = ToolProxyCapability(groups={'raw': ToolProxyGroup(source=RawToolset(['fine', bad]), description='Raw')})
     with pytest.raises(UserError) as info:
@@ -255,7 +265,10 @@ async def test_odd_but_usable_names_are_members() -> None:
     names = ['a b/c', 'x' * 10_000, 'ünï.cödé', '__leading']
     turns = [
         [ToolCallPart(SEARCH, {'query': '', 'limit': 4}, tool_call_id='browse')],
-        [ToolCallPart(CALL, {'group': 'raw', 'tool': n, 'arguments': {}}, tool_call_id=f'c{i}') for i, n in enumerate(names)],
+        [
+            ToolCallPart(CALL, {'group': 'raw', 'tool': n, 'arguments': {}}, tool_call_id=f'c{i}')
+            for i, n in enumerate(names)
+        ],
     ]
     proxy = ToolProxyCapability(groups={'raw': ToolProxyGroup(source=RawToolset(names), description='Raw')})
     result = await Agent(scripted(turns), capabilities=[proxy]).run('x')
@@ -266,15 +279,26 @@ async def test_odd_but_usable_names_are_members() -> None:
 
 def hostile_mcp(*flags: str, read_timeout: float | None = None) -> MCPToolset[Any]:
     kwargs: dict[str, Any] = {} if read_timeout is None else {'read_timeout': read_timeout}
-    return MCPToolset(StdioTransport(command=sys.executable, args=[str(HOSTILE_SERVER), *flags]), id='hostile', **kwargs)
+    return MCPToolset(
+        StdioTransport(command=sys.executable, args=[str(HOSTILE_SERVER), *flags]), id='hostile', **kwargs
+    )
 
 
 async def test_hostile_mcp_listing_duplicate_keys_nan_ref_cycle_and_huge_description() -> None:
-    queries = {'dup': 'dup_keys', 'nan': 'nan_default', 'ref': 'ref_cycle', 'huge': 'huge_description', 'odd': 'odd_schema'}
+    queries = {
+        'dup': 'dup_keys',
+        'nan': 'nan_default',
+        'ref': 'ref_cycle',
+        'huge': 'huge_description',
+        'odd': 'odd_schema',
+    }
     turns = [
         [ToolCallPart(SEARCH, {'query': q, 'limit': 1}, tool_call_id=k) for k, q in queries.items()],
         [ToolCallPart(SEARCH, {'query': '', 'limit': 10}, tool_call_id='browse')],
-        [ToolCallPart(CALL, {'group': 'h', 'tool': t, 'arguments': {}}, tool_call_id=f'call_{t}') for t in queries.values()],
+        [
+            ToolCallPart(CALL, {'group': 'h', 'tool': t, 'arguments': {}}, tool_call_id=f'call_{t}')
+            for t in queries.values()
+        ],
     ]
     proxy = ToolProxyCapability(groups={'h': ToolProxyGroup(source=hostile_mcp(), description='Hostile MCP server')})
     result = await Agent(scripted(turns), capabilities=[proxy]).run('x')
@@ -287,7 +311,11 @@ async def test_hostile_mcp_listing_duplicate_keys_nan_ref_cycle_and_huge_descrip
     ref = page_of(parts['ref'])['tools'][0]['parameters_json_schema']
     assert ref['$defs']['Node']['properties']['child'] == {'$ref': '#/$defs/Node'}
     huge = parts['huge']
-    assert huge.outcome == 'failed' and 'huge_description' in huge.model_response_str() and 'offset=1' in huge.model_response_str()
+    assert (
+        huge.outcome == 'failed'
+        and 'huge_description' in huge.model_response_str()
+        and 'offset=1' in huge.model_response_str()
+    )
     # Browsing in name order reaches the huge entry second: the first page ends just before it.
     browse = page_of(parts['browse'])
     assert [t['tool'] for t in browse['tools']] == ['dup_keys'] and browse['next_offset'] == 1

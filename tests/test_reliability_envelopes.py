@@ -29,9 +29,8 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
-
-from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
 
 CALL, SEARCH = 'call_proxy_tool', 'search_proxy_tools'
 ENVELOPES = int(os.environ.get('TOOLPROXY_ENVELOPES', '100000'))
@@ -77,9 +76,7 @@ def visible(step: int) -> set[tuple[str, str]]:
     """The oracle: the (group, local name) members of the first proxy's directory in `step`."""
     hidden = hidden_by_capability(step) | hidden_by_prepare_tools(step)
     return {
-        (g, t)
-        for g, t in MEMBERS
-        if f'{g}__{t}' not in hidden and not (g == 'crm' and t in hidden_by_source(step))
+        (g, t) for g, t in MEMBERS if f'{g}__{t}' not in hidden and not (g == 'crm' and t in hidden_by_source(step))
     }
 
 
@@ -196,8 +193,25 @@ def near_miss(rng: random.Random, name: str) -> str:
     return name.capitalize() if name != name.capitalize() else name + '_'
 
 
-PATHS = ['../crm', 'crm/customer_name', '/etc/passwd', 'crm.customer_name', 'crm::customer_name', 'crm\\x', '~', '.',
-         '..', 'crm/../billing', 'file:///crm', 'crm%2Fcustomer_name', '*', 'crm*', '%s', '{group}', '${tool}']
+PATHS = [
+    '../crm',
+    'crm/customer_name',
+    '/etc/passwd',
+    'crm.customer_name',
+    'crm::customer_name',
+    'crm\\x',
+    '~',
+    '.',
+    '..',
+    'crm/../billing',
+    'file:///crm',
+    'crm%2Fcustomer_name',
+    '*',
+    'crm*',
+    '%s',
+    '{group}',
+    '${tool}',
+]
 CONTROLS = [CALL, SEARCH, 'call_vault', 'search_vault']
 HUGE = 'x' * 10_240
 HUGE_UNICODE = '界' * 3_414  # 10 KB of UTF-8
@@ -326,7 +340,11 @@ def plan_envelope(rng: random.Random) -> Planned:
                 {'envelope': {'group': group, 'tool': tool, 'arguments': VALID_ARGS[kind]}},
                 '{"group": ',
                 json.dumps([group, tool]),
-                {'group': group, 'tool': tool, 'arguments': {'group': group, 'tool': tool, 'arguments': VALID_ARGS[kind]}},
+                {
+                    'group': group,
+                    'tool': tool,
+                    'arguments': {'group': group, 'tool': tool, 'arguments': VALID_ARGS[kind]},
+                },
             ]
         )
     elif family == 'direct':
@@ -379,7 +397,7 @@ class Driver:
         self.remaining -= count
         self.steps += 1
         parts = []
-        for i in range(count):
+        for _ in range(count):
             planned = plan_envelope(self.rng)
             self.calls += 1
             call_id = f'c{self.calls}'
@@ -447,7 +465,17 @@ async def test_100k_hostile_envelopes_never_reach_beyond_the_current_step() -> N
         f'families {dict(families)}; outcomes {dict(outcomes)}; executed {len(recorder.executed)}'
     )
     # The corpus exercises every family, and both refusals and legitimate executions.
-    assert set(families) == {'exact', 'exact_bad_args', 'bad_group', 'bad_tool', 'canonical', 'types', 'shape', 'direct', 'cross'}
+    assert set(families) == {
+        'exact',
+        'exact_bad_args',
+        'bad_group',
+        'bad_tool',
+        'canonical',
+        'types',
+        'shape',
+        'direct',
+        'cross',
+    }
     assert outcomes['success'] > 0 and outcomes['retried'] > 0
 
 
@@ -471,7 +499,11 @@ async def test_named_hostile_envelopes_run_nothing_and_stay_short(envelope: dict
 
     result = await build_agent(recorder, FunctionModel(model)).run('x')
     (part,) = [
-        p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)
+        p
+        for m in result.all_messages()
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
     ]
     assert part.outcome == 'retried'
     assert recorder.executed == []

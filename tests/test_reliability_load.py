@@ -32,10 +32,9 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import UsageLimits
-from pydantic_core import SchemaValidator, core_schema
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 from pydantic_ai_toolproxy._directory import Directory
+from pydantic_core import SchemaValidator, core_schema
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 RUNS = int(os.environ.get('TOOLPROXY_LOAD_RUNS', '200'))
@@ -112,8 +111,16 @@ def tenant_model() -> FunctionModel:
             return ModelResponse(
                 parts=[
                     ToolCallPart(CALL, {'group': 'tenant', 'tool': 'whoami', 'arguments': {}}, tool_call_id='whoami'),
-                    ToolCallPart(CALL, {'group': 'tenant', 'tool': f'lookup_{own}', 'arguments': {'key': 'k1'}}, tool_call_id='own'),
-                    ToolCallPart(CALL, {'group': 'tenant', 'tool': f'lookup_{other}', 'arguments': {'key': 'k1'}}, tool_call_id='other'),
+                    ToolCallPart(
+                        CALL,
+                        {'group': 'tenant', 'tool': f'lookup_{own}', 'arguments': {'key': 'k1'}},
+                        tool_call_id='own',
+                    ),
+                    ToolCallPart(
+                        CALL,
+                        {'group': 'tenant', 'tool': f'lookup_{other}', 'arguments': {'key': 'k1'}},
+                        tool_call_id='other',
+                    ),
                     ToolCallPart(CALL, {'group': 'tenant', 'tool': 'ledger', 'arguments': {}}, tool_call_id='ledger'),
                 ]
             )
@@ -193,7 +200,10 @@ class SlidingCatalog(AbstractToolset[Any]):
                 tool_def=ToolDefinition(
                     name=f'op_{i}',
                     description=f'Operation {i} on widget {i % 97} in zone {i % 13}',
-                    parameters_json_schema={'type': 'object', 'properties': {'n': {'type': 'integer', 'description': f'count {i}'}}},
+                    parameters_json_schema={
+                        'type': 'object',
+                        'properties': {'n': {'type': 'integer', 'description': f'count {i}'}},
+                    },
                 ),
                 max_retries=1,
                 args_validator=VALIDATOR,
@@ -213,7 +223,9 @@ class SlidingCatalog(AbstractToolset[Any]):
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         return {t.tool_def.name: t for t in self.window(ctx.run_step)}
 
-    async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]) -> Any:
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
         return f'{name}:{tool_args.get("n")}'
 
 
@@ -237,7 +249,9 @@ async def test_soak_changing_tool_set_memory_stays_flat_and_caches_bounded() -> 
         parts = [ToolCallPart(SEARCH, {'query': f'widget zone {zone}', 'limit': 5}, tool_call_id=f's{step}')]
         if step % 5 == 0:
             name = catalog.window(step)[step % SOAK_TOOLS].tool_def.name
-            parts.append(ToolCallPart(CALL, {'group': 'w', 'tool': name, 'arguments': {'n': step}}, tool_call_id=f'c{step}'))
+            parts.append(
+                ToolCallPart(CALL, {'group': 'w', 'tool': name, 'arguments': {'n': step}}, tool_call_id=f'c{step}')
+            )
         return ModelResponse(parts=parts)
 
     agent = Agent(FunctionModel(model), capabilities=[proxy])
@@ -247,7 +261,9 @@ async def test_soak_changing_tool_set_memory_stays_flat_and_caches_bounded() -> 
     for run in range(runs):
         result = await agent.run('soak', usage_limits=UsageLimits(request_limit=None))
         results = results_of(result.all_messages())
-        assert all(v.startswith('success:') for v in results.values()), [v for v in results.values() if not v.startswith('success:')][:3]
+        assert all(v.startswith('success:') for v in results.values()), [
+            v for v in results.values() if not v.startswith('success:')
+        ][:3]
         # Every search ranked exactly the step's window: keys it returned are members of that window.
         for key, value in results.items():
             if key.startswith('s'):

@@ -34,7 +34,6 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 SERVER = Path(__file__).resolve().parent.parent / 'examples' / 'mcp_server.py'
@@ -57,7 +56,11 @@ def calls(*envelopes: tuple[str, dict[str, Any]]) -> FunctionModel:
             return ModelResponse(parts=[TextPart('done')])
         tool, arguments = step
         call = {'group': 'notes', 'tool': tool, 'arguments': arguments}
-        return ModelResponse(parts=[ToolCallPart(CALL, call, tool_call_id=f'{tool}_{sum(isinstance(m, ModelResponse) for m in messages)}')])
+        return ModelResponse(
+            parts=[
+                ToolCallPart(CALL, call, tool_call_id=f'{tool}_{sum(isinstance(m, ModelResponse) for m in messages)}')
+            ]
+        )
 
     return FunctionModel(model)
 
@@ -120,7 +123,9 @@ async def servers_settle_to(expected: set[int]) -> bool:
 )
 async def test_server_exiting_mid_call_fails_uncertain_and_the_next_run_reconnects(make_source: Any) -> None:
     proxy = ToolProxyCapability(groups={'notes': ToolProxyGroup(source=make_source(), description='Notes')})
-    pid, crash, after = await run(proxy, ('server_pid', {}), ('crash_server', {'title': 'half-done'}), ('list_notes', {}))
+    pid, crash, after = await run(
+        proxy, ('server_pid', {}), ('crash_server', {'title': 'half-done'}), ('list_notes', {})
+    )
     assert pid.outcome == 'success'
     first_pid = int(pid.content)
     assert crash.outcome == 'failed'
@@ -131,7 +136,9 @@ async def test_server_exiting_mid_call_fails_uncertain_and_the_next_run_reconnec
     assert not alive(first_pid)
 
     # The next run starts a fresh server process: a new pid, and the note written before the crash is gone.
-    pid, notes, added = await run(proxy, ('server_pid', {}), ('list_notes', {}), ('add_note', {'title': 't', 'body': 'b'}))
+    pid, notes, added = await run(
+        proxy, ('server_pid', {}), ('list_notes', {}), ('add_note', {'title': 't', 'body': 'b'})
+    )
     assert int(pid.content) != first_pid and alive(int(pid.content))
     assert notes.outcome == 'success' and notes.content in ([], None, '')
     assert added.content == {'id': 1, 'title': 't', 'body': 'b'}
@@ -139,10 +146,14 @@ async def test_server_exiting_mid_call_fails_uncertain_and_the_next_run_reconnec
 
 
 async def test_server_that_never_answers_times_out_uncertain_and_the_connection_stays_usable() -> None:
-    proxy = ToolProxyCapability(groups={'notes': ToolProxyGroup(source=notes_server(read_timeout=1.5), description='Notes')})
+    proxy = ToolProxyCapability(
+        groups={'notes': ToolProxyGroup(source=notes_server(read_timeout=1.5), description='Notes')}
+    )
     started = time.monotonic()
     hang, convert = await run(
-        proxy, ('never_answer', {}), ('convert_temperature', {'value': 100, 'from_unit': 'celsius', 'to_unit': 'kelvin'})
+        proxy,
+        ('never_answer', {}),
+        ('convert_temperature', {'value': 100, 'from_unit': 'celsius', 'to_unit': 'kelvin'}),
     )
     elapsed = time.monotonic() - started
     assert hang.outcome == 'failed'

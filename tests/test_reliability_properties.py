@@ -31,7 +31,6 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
 
 SEARCH = 'search_proxy_tools'
@@ -139,13 +138,24 @@ async def test_a_core_panic_during_search_fails_that_search_and_the_next_one_wor
 
     proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=FunctionToolset([alpha]), description='G')})
     proxy._runtime.search_index.index = PanicOnce()  # type: ignore[assignment]
-    turns = iter([[ToolCallPart(SEARCH, {'query': 'alpha'}, tool_call_id='s1')], [ToolCallPart(SEARCH, {'query': 'alpha'}, tool_call_id='s2')]])
+    turns = iter(
+        [
+            [ToolCallPart(SEARCH, {'query': 'alpha'}, tool_call_id='s1')],
+            [ToolCallPart(SEARCH, {'query': 'alpha'}, tool_call_id='s2')],
+        ]
+    )
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=next(turns, [TextPart('done')]))
 
     result = await Agent(FunctionModel(model), capabilities=[proxy]).run('x')
-    parts = {p.tool_call_id: p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)}
+    parts = {
+        p.tool_call_id: p
+        for m in result.all_messages()
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    }
     assert parts['s1'].outcome == 'failed' and 'search again' in parts['s1'].model_response_str()
     assert json.loads(parts['s2'].model_response_str())['tools'][0]['tool'] == 'alpha'
     assert isinstance(proxy._runtime.search_index.index, _core.SearchIndex)  # rebuilt from scratch
@@ -181,13 +191,24 @@ async def test_a_core_panic_while_a_step_syncs_the_index_fails_nothing_and_the_n
 
     proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=FunctionToolset([alpha]), description='G')})
     proxy._runtime.search_index.index = PanicOnSecondUpsert()  # type: ignore[assignment]
-    turns = iter([[ToolCallPart(SEARCH, {'query': 'alpha'}, tool_call_id='s1')], [ToolCallPart(SEARCH, {'query': 'beta'}, tool_call_id='s2')]])
+    turns = iter(
+        [
+            [ToolCallPart(SEARCH, {'query': 'alpha'}, tool_call_id='s1')],
+            [ToolCallPart(SEARCH, {'query': 'beta'}, tool_call_id='s2')],
+        ]
+    )
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         return ModelResponse(parts=next(turns, [TextPart('done')]))
 
     result = await Agent(FunctionModel(model), capabilities=[proxy, PrepareTools(edit)]).run('x')
-    parts = {p.tool_call_id: p for m in result.all_messages() if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)}
+    parts = {
+        p.tool_call_id: p
+        for m in result.all_messages()
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    }
     # Step 2's sync (the edited description) panicked in the core: the step went on, and its search rebuilt the index.
     assert json.loads(parts['s1'].model_response_str())['tools'][0]['description'] == 'Alpha report.'
     second = json.loads(parts['s2'].model_response_str())
@@ -244,7 +265,9 @@ def pager(query: str, limit: int) -> tuple[FunctionModel, list[tuple[str, Any]]]
     return FunctionModel(model), seen
 
 
-async def page_through(spec: list[tuple[int, int, int]], query: str, limit: int, budget: int) -> tuple[list[Any], list[str]]:
+async def page_through(
+    spec: list[tuple[int, int, int]], query: str, limit: int, budget: int
+) -> tuple[list[Any], list[str]]:
     groups = catalog(spec)
     proxy = ToolProxyCapability(
         groups={name: ToolProxyGroup(source=ts, description=f'Group {name}') for name, ts in groups.items()},
@@ -260,7 +283,9 @@ async def page_through(spec: list[tuple[int, int, int]], query: str, limit: int,
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    st.lists(st.tuples(st.integers(0, 3), st.integers(0, len(WORDS) - 1), st.integers(0, 700)), min_size=1, max_size=40),
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, len(WORDS) - 1), st.integers(0, 700)), min_size=1, max_size=40
+    ),
     st.sampled_from(['', 'customer', 'refund invoice', 'café 東京', 'operation 3', 'nothing-matches']),
     st.integers(1, 20),
     st.integers(1024, 6000),
@@ -279,7 +304,7 @@ def test_pages_cover_the_ranking_exactly_once_each_within_budget(
     assert covered == ranking
 
 
-DETERMINISM_SCRIPT = r'''
+DETERMINISM_SCRIPT = r"""
 import asyncio, json, sys
 sys.path.insert(0, sys.argv[1])
 from test_reliability_properties import page_through
@@ -289,7 +314,7 @@ for query in ['', 'customer', 'refund invoice', 'café', 'operation 1']:
     seen, ranking = asyncio.run(page_through(spec, query, 7, 4096))
     out.append([query, seen, ranking])
 print(json.dumps(out, ensure_ascii=False, sort_keys=True))
-'''
+"""
 
 
 def test_pages_are_identical_across_runs_and_processes() -> None:
@@ -298,7 +323,12 @@ def test_pages_are_identical_across_runs_and_processes() -> None:
     for seed in ('0', '1', '12345'):
         env = {**os.environ, 'PYTHONHASHSEED': seed}
         done = subprocess.run(
-            [sys.executable, '-c', DETERMINISM_SCRIPT, here], env=env, capture_output=True, text=True, timeout=300, check=True
+            [sys.executable, '-c', DETERMINISM_SCRIPT, here],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
         )
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1] == outputs[2]

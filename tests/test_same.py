@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pydantic_ai_toolproxy._same import same_value
 
 

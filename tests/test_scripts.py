@@ -22,7 +22,9 @@ def test_bootstrap_for_tests_fails_first_thing_without_cpython_313(tmp_path: Pat
     env['PATH'] = str(bin_dir)
     bash = shutil.which('bash')
     assert bash is not None
-    proc = subprocess.run([bash, 'scripts/bootstrap', '--test'], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [bash, 'scripts/bootstrap', '--test'], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 1
     assert proc.stderr.startswith('bootstrap: CPython 3.13 not found'), proc.stderr
     assert 'PYTHON313=' in proc.stderr
@@ -30,5 +32,7 @@ def test_bootstrap_for_tests_fails_first_thing_without_cpython_313(tmp_path: Pat
 
 
 def test_bootstrap_rejects_unknown_options() -> None:
-    proc = subprocess.run(['bash', 'scripts/bootstrap', '--tests'], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ['bash', 'scripts/bootstrap', '--tests'], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and 'usage: bash scripts/bootstrap [--test]' in proc.stderr

@@ -11,9 +11,8 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
-from tools_fixtures import billing_toolset, crm_toolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from tools_fixtures import billing_toolset, crm_toolset
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 
@@ -30,7 +29,9 @@ def make_tool(name: str, description: str, n_params: int = 1, pad: int = 0) -> T
 
 
 def big_toolset(n: int, pad: int = 0, prefix: str = 'tool') -> FunctionToolset[Any]:
-    return FunctionToolset([make_tool(f'{prefix}_{i:03d}', f'Operation number {i} on widgets', pad=pad) for i in range(n)])
+    return FunctionToolset(
+        [make_tool(f'{prefix}_{i:03d}', f'Operation number {i} on widgets', pad=pad) for i in range(n)]
+    )
 
 
 async def search_pages(agent_caps: list[Any], queries: list[dict[str, Any]]) -> list[ToolReturnPart]:
@@ -52,7 +53,13 @@ async def test_entry_shape_and_source_instructions() -> None:
     assert list(page) == ['tools', 'total', 'next_offset']
     entry = page['tools'][0]
     assert list(entry) == [
-        'group', 'tool', 'description', 'parameters_json_schema', 'return_schema', 'instructions', 'codeact_eligible',
+        'group',
+        'tool',
+        'description',
+        'parameters_json_schema',
+        'return_schema',
+        'instructions',
+        'codeact_eligible',
     ]
     assert entry['group'] == 'crm' and entry['tool'] == 'customer_name'
     assert entry['description'] == 'Look up the display name for a customer ID.'
@@ -64,7 +71,13 @@ async def test_entry_shape_and_source_instructions() -> None:
 async def test_exact_name_ranks_first_and_keywords_match_fields() -> None:
     parts = await search_pages(
         [proxy(crm=crm_toolset(), billing=billing_toolset())],
-        [{'query': 'refund_invoice'}, {'query': 'REFUND_INVOICE'}, {'query': 'billing__refund_invoice'}, {'query': 'email'}, {'query': 'billing'}],
+        [
+            {'query': 'refund_invoice'},
+            {'query': 'REFUND_INVOICE'},
+            {'query': 'billing__refund_invoice'},
+            {'query': 'email'},
+            {'query': 'billing'},
+        ],
     )
     pages = [page_of(p) for p in parts]
     for page in pages[:3]:
@@ -92,7 +105,14 @@ async def test_same_directory_and_query_give_byte_identical_pages() -> None:
 
 async def test_limit_defaults_and_bounds() -> None:
     caps = [proxy(config=ToolProxyConfig(max_results=3), w=big_toolset(20))]
-    script = Script([[(SEARCH, {'query': 'widgets'})], [(SEARCH, {'query': 'widgets', 'limit': 4})], [(SEARCH, {'query': 'x', 'offset': -1})], 'done'])
+    script = Script(
+        [
+            [(SEARCH, {'query': 'widgets'})],
+            [(SEARCH, {'query': 'widgets', 'limit': 4})],
+            [(SEARCH, {'query': 'x', 'offset': -1})],
+            'done',
+        ]
+    )
     agent = Agent(script.model, capabilities=caps, retries=3)
     result = await agent.run('x')
     parts = [p for p in returns(result.all_messages()) if p.tool_name == SEARCH]
@@ -139,7 +159,12 @@ async def test_pages_cover_the_ranking_exactly_once_within_budget(budget: int) -
 
 
 async def test_entry_that_cannot_fit_alone_fails_naming_tool_size_and_budget() -> None:
-    caps = [proxy(config=ToolProxyConfig(max_search_bytes=1024), w=FunctionToolset([make_tool('huge_tool', 'Huge', n_params=3, pad=500)]))]
+    caps = [
+        proxy(
+            config=ToolProxyConfig(max_search_bytes=1024),
+            w=FunctionToolset([make_tool('huge_tool', 'Huge', n_params=3, pad=500)]),
+        )
+    ]
     (part,) = await search_pages(caps, [{'query': 'huge'}])
     text = part.model_response_str(wrap_if_error=False)
     assert part.outcome == 'failed'

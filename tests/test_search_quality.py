@@ -16,7 +16,6 @@ from conftest import Script, page_of, returns
 from pydantic_ai import Agent
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
 
 SEARCH = 'search_proxy_tools'
@@ -40,42 +39,116 @@ GITHUB = [
     tool(
         'github_add_comment_to_pending_review',
         "Add a review comment to the requester's latest pending pull request review",
-        owner='Repository owner', repo='Repository name', pullNumber='Pull request number',
-        path='The relative path to the file that necessitates a comment', body='The text of the review comment',
+        owner='Repository owner',
+        repo='Repository name',
+        pullNumber='Pull request number',
+        path='The relative path to the file that necessitates a comment',
+        body='The text of the review comment',
     ),
-    tool('github_add_issue_comment', 'Add a comment to a specific issue in a GitHub repository',
-         owner='Repository owner', repo='Repository name', issue_number='Issue number', body='Comment content'),
-    tool('github_create_issue', 'Create a new issue in a GitHub repository',
-         owner='Repository owner', repo='Repository name', title='Issue title', body='Issue body content'),
-    tool('github_get_issue', 'Get details of a specific issue in a GitHub repository',
-         owner='Repository owner', repo='Repository name', issue_number='The number of the issue'),
-    tool('github_list_issues', 'List issues in a GitHub repository with filtering options',
-         owner='Repository owner', repo='Repository name', state='Filter by state: open, closed or all'),
-    tool('github_create_pull_request', 'Create a new pull request in a GitHub repository',
-         owner='Repository owner', repo='Repository name', head='Branch containing changes', base='Branch to merge into'),
-    tool('github_get_pull_request', 'Get details of a specific pull request in a GitHub repository',
-         owner='Repository owner', repo='Repository name', pullNumber='Pull request number'),
-    tool('github_merge_pull_request', 'Merge a pull request in a GitHub repository',
-         owner='Repository owner', repo='Repository name', pullNumber='Pull request number'),
-    tool('github_get_file_contents', 'Get the contents of a file or directory from a GitHub repository',
-         owner='Repository owner', repo='Repository name', path='Path to file or directory'),
-    tool('github_create_or_update_file', 'Create or update a single file in a GitHub repository',
-         owner='Repository owner', repo='Repository name', path='Path where to create or update the file'),
+    tool(
+        'github_add_issue_comment',
+        'Add a comment to a specific issue in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        issue_number='Issue number',
+        body='Comment content',
+    ),
+    tool(
+        'github_create_issue',
+        'Create a new issue in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        title='Issue title',
+        body='Issue body content',
+    ),
+    tool(
+        'github_get_issue',
+        'Get details of a specific issue in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        issue_number='The number of the issue',
+    ),
+    tool(
+        'github_list_issues',
+        'List issues in a GitHub repository with filtering options',
+        owner='Repository owner',
+        repo='Repository name',
+        state='Filter by state: open, closed or all',
+    ),
+    tool(
+        'github_create_pull_request',
+        'Create a new pull request in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        head='Branch containing changes',
+        base='Branch to merge into',
+    ),
+    tool(
+        'github_get_pull_request',
+        'Get details of a specific pull request in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        pullNumber='Pull request number',
+    ),
+    tool(
+        'github_merge_pull_request',
+        'Merge a pull request in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        pullNumber='Pull request number',
+    ),
+    tool(
+        'github_get_file_contents',
+        'Get the contents of a file or directory from a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        path='Path to file or directory',
+    ),
+    tool(
+        'github_create_or_update_file',
+        'Create or update a single file in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        path='Path where to create or update the file',
+    ),
     tool('github_search_repositories', 'Search for GitHub repositories', query='Search query'),
-    tool('github_search_code', 'Search for code across GitHub repositories', q='Search query using GitHub code search syntax'),
-    tool('github_list_commits', 'Get list of commits of a branch in a GitHub repository',
-         owner='Repository owner', repo='Repository name', sha='SHA or branch name'),
-    tool('github_create_branch', 'Create a new branch in a GitHub repository',
-         owner='Repository owner', repo='Repository name', branch='Name for the new branch'),
+    tool(
+        'github_search_code',
+        'Search for code across GitHub repositories',
+        q='Search query using GitHub code search syntax',
+    ),
+    tool(
+        'github_list_commits',
+        'Get list of commits of a branch in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        sha='SHA or branch name',
+    ),
+    tool(
+        'github_create_branch',
+        'Create a new branch in a GitHub repository',
+        owner='Repository owner',
+        repo='Repository name',
+        branch='Name for the new branch',
+    ),
 ]
 
 WORK = [
     tool('addPerson', 'Adds a new person (contact) to the CRM.', name='Full name', email='Email address'),
-    tool('addActivity', 'Adds a new activity (call, meeting or task) and links it to a deal, person or organization.',
-         subject='Subject of the activity', due_date='Due date'),
+    tool(
+        'addActivity',
+        'Adds a new activity (call, meeting or task) and links it to a deal, person or organization.',
+        subject='Subject of the activity',
+        due_date='Due date',
+    ),
     tool('addDeal', 'Adds a new deal for a person or organization.', title='Deal title', value='Deal value'),
     tool('getPersonDetails', 'Returns the details of a person.', id='ID of the person'),
-    tool('bitable_v1_appTableRecord_search', 'Search records in a base table', app_token='Base token', table_id='Table ID'),
+    tool(
+        'bitable_v1_appTableRecord_search',
+        'Search records in a base table',
+        app_token='Base token',
+        table_id='Table ID',
+    ),
     tool('XMLParser_parse', 'Parse an XML document into a tree of elements.', document='The XML text'),
     tool('HTTPRequestSend', 'Send an HTTP request and return the response.', url='Target URL', method='HTTP method'),
 ]
@@ -105,7 +178,8 @@ INTERNATIONAL = [
 def proxy(**groups: list[Tool[Any]]) -> ToolProxyCapability[Any]:
     return ToolProxyCapability(
         groups={
-            name: ToolProxyGroup(source=FunctionToolset(tools), description=f'{name} tools') for name, tools in groups.items()
+            name: ToolProxyGroup(source=FunctionToolset(tools), description=f'{name} tools')
+            for name, tools in groups.items()
         },
         config=ToolProxyConfig(max_results=20),
     )
@@ -138,10 +212,25 @@ async def test_github_prefix_does_not_hide_the_specific_tool() -> None:
 
 
 async def test_identifiers_split_at_case_and_separators() -> None:
-    queries = ['add person', 'AddPerson', 'table record', 'xml parser', 'http request', 'person details', 'send request']
+    queries = [
+        'add person',
+        'AddPerson',
+        'table record',
+        'xml parser',
+        'http request',
+        'person details',
+        'send request',
+    ]
     pages = await search(proxy(work=WORK), [{'query': q} for q in queries])
-    expected = ['addPerson', 'addPerson', 'bitable_v1_appTableRecord_search', 'XMLParser_parse', 'HTTPRequestSend',
-                'getPersonDetails', 'HTTPRequestSend']
+    expected = [
+        'addPerson',
+        'addPerson',
+        'bitable_v1_appTableRecord_search',
+        'XMLParser_parse',
+        'HTTPRequestSend',
+        'getPersonDetails',
+        'HTTPRequestSend',
+    ]
     assert [names(page)[0] for page in pages] == expected
     # `AddPerson` is an exact name (any case): first, and other tools sharing its words still follow.
     assert pages[1]['total'] > 1
@@ -155,9 +244,17 @@ async def test_exact_name_local_or_canonical_any_case_ranks_first() -> None:
 
 @pytest.mark.parametrize(
     ('query', 'expected'),
-    [('天气', 'get_weather'), ('发票', 'create_invoice'), ('订单', 'list_orders'), ('电子邮件', 'send_email'),
-     ('ホテル', 'book_hotel'), ('翻訳', 'translate_text'), ('株価', 'get_stock_price'), ('予約', 'book_hotel'),
-     ('ニュース', 'search_news')],
+    [
+        ('天气', 'get_weather'),
+        ('发票', 'create_invoice'),
+        ('订单', 'list_orders'),
+        ('电子邮件', 'send_email'),
+        ('ホテル', 'book_hotel'),
+        ('翻訳', 'translate_text'),
+        ('株価', 'get_stock_price'),
+        ('予約', 'book_hotel'),
+        ('ニュース', 'search_news'),
+    ],
 )
 async def test_scripts_without_spaces_match_words_inside_descriptions(query: str, expected: str) -> None:
     (page,) = await search(proxy(zh=CHINESE, ja=JAPANESE), [{'query': query}])
@@ -165,11 +262,22 @@ async def test_scripts_without_spaces_match_words_inside_descriptions(query: str
 
 
 async def test_cyrillic_vietnamese_german_and_inflections_match_case_insensitively() -> None:
-    queries = ['ОТЧЁТ клиенту', 'CÀ PHÊ SỮA', unicodedata.normalize('NFD', 'cà phê'), 'STRASSE', 'straße',
-               'restaurants nearby']
+    queries = [
+        'ОТЧЁТ клиенту',
+        'CÀ PHÊ SỮA',
+        unicodedata.normalize('NFD', 'cà phê'),
+        'STRASSE',
+        'straße',
+        'restaurants nearby',
+    ]
     pages = await search(proxy(intl=INTERNATIONAL), [{'query': q} for q in queries])
     assert [names(page)[0] for page in pages] == [
-        'get_report', 'order_coffee', 'order_coffee', 'find_street', 'find_street', 'find_restaurant',
+        'get_report',
+        'order_coffee',
+        'order_coffee',
+        'find_street',
+        'find_street',
+        'find_restaurant',
     ]
     # Diacritics stay inside words: "ca phe" is other words than "cà phê".
     (plain,) = await search(proxy(intl=INTERNATIONAL), [{'query': 'ca phe'}])
@@ -177,7 +285,9 @@ async def test_cyrillic_vietnamese_german_and_inflections_match_case_insensitive
 
 
 async def test_query_matching_nothing_is_an_empty_page() -> None:
-    pages = await search(proxy(github=GITHUB, work=WORK), [{'query': 'zebra quantum'}, {'query': 'zebra', 'group': 'work'}])
+    pages = await search(
+        proxy(github=GITHUB, work=WORK), [{'query': 'zebra quantum'}, {'query': 'zebra', 'group': 'work'}]
+    )
     assert pages == [{'tools': [], 'total': 0, 'next_offset': None}] * 2
 
 
@@ -194,11 +304,18 @@ async def test_ties_break_by_group_then_tool_in_every_run() -> None:
 def test_core_records_as_the_directory_builds_them_search_enum_values_and_parameters() -> None:
     index = _core.SearchIndex()
     schema = {'type': 'object', 'properties': {'unit': {'type': 'string', 'enum': ['celsius', 'fahrenheit']}}}
-    index.upsert([
-        ('weather__get_current', 'weather', 'get_current', 'Current conditions for a city', schema),
-        ('weather__get_history', 'weather', 'get_history', 'Past conditions for a city',
-         {'type': 'object', 'properties': {'date': {'type': 'string', 'description': 'Day of interest'}}}),
-    ])
+    index.upsert(
+        [
+            ('weather__get_current', 'weather', 'get_current', 'Current conditions for a city', schema),
+            (
+                'weather__get_history',
+                'weather',
+                'get_history',
+                'Past conditions for a city',
+                {'type': 'object', 'properties': {'date': {'type': 'string', 'description': 'Day of interest'}}},
+            ),
+        ]
+    )
     assert index.search('fahrenheit', None, 0, 10) == (1, ['weather__get_current'])
     assert index.search('unit', None, 0, 10) == (1, ['weather__get_current'])
     assert index.search('day', None, 0, 10) == (1, ['weather__get_history'])

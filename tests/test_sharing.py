@@ -7,11 +7,10 @@ from typing import Any
 
 from conftest import Script, last_return, page_of, returns
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 SEARCH = 'search_proxy_tools'
@@ -22,7 +21,12 @@ def widgets(n: int) -> FunctionToolset[Any]:
         return 'ok'
 
     return FunctionToolset(
-        [Tool.from_schema(op, name=f'widget_op_{i}', description=f'Operate widget number {i}', json_schema={'type': 'object'}) for i in range(n)]
+        [
+            Tool.from_schema(
+                op, name=f'widget_op_{i}', description=f'Operate widget number {i}', json_schema={'type': 'object'}
+            )
+            for i in range(n)
+        ]
     )
 
 
@@ -53,7 +57,11 @@ async def test_unchanged_steps_do_not_rebuild_and_one_change_updates_incremental
     async def extra(**kwargs: Any) -> str:
         return 'new'
 
-    source.add_tool(Tool.from_schema(extra, name='widget_calibrate', description='Calibrate a widget', json_schema={'type': 'object'}))
+    source.add_tool(
+        Tool.from_schema(
+            extra, name='widget_calibrate', description='Calibrate a widget', json_schema={'type': 'object'}
+        )
+    )
     script.turns = [[(SEARCH, {'query': 'calibrate'})], [(SEARCH, {'query': ''})], 'done']
     script._n = 0
     result = await agent.run('x')
@@ -92,7 +100,10 @@ async def test_the_index_follows_the_steps_of_the_run_that_searched_and_no_other
         # From step 2 on, one member's description says what step (and run) this is.
         if ctx.run_step < 2:
             return defs
-        return [replace(d, description=f'{ctx.prompt} step {ctx.run_step}') if d.name == 'w__widget_op_3' else d for d in defs]
+        return [
+            replace(d, description=f'{ctx.prompt} step {ctx.run_step}') if d.name == 'w__widget_op_3' else d
+            for d in defs
+        ]
 
     def noop() -> str:
         """Does nothing."""

@@ -14,7 +14,9 @@ ALLOWLIST = Path(__file__).with_name('stubtest_allowlist.txt')
 def test_stub_matches_the_built_module() -> None:
     proc = subprocess.run(
         [sys.executable, '-m', 'mypy.stubtest', 'pydantic_ai_toolproxy._core', '--allowlist', str(ALLOWLIST)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

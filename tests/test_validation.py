@@ -10,9 +10,8 @@ from pydantic_ai import Agent
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
-from tools_fixtures import crm_toolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from tools_fixtures import crm_toolset
 
 
 def group(source: Any = None, description: str = 'Customer records') -> ToolProxyGroup[Any]:
@@ -64,7 +63,9 @@ def test_invalid_config(kwargs: dict[str, Any], needle: str) -> None:
 
 def test_config_bounds_accepted() -> None:
     ToolProxyConfig(max_results=1, max_search_bytes=1024)
-    ToolProxyConfig(max_results=100, max_search_bytes=32_768, search_name='find_operations', call_name='invoke_operation')
+    ToolProxyConfig(
+        max_results=100, max_search_bytes=32_768, search_name='find_operations', call_name='invoke_operation'
+    )
 
 
 def test_bad_group_types() -> None:
@@ -119,13 +120,15 @@ def _external(x: int) -> int:
 
 async def test_deferred_member_fails_preparation_with_advice() -> None:
     with pytest.raises(UserError) as exc:
-        await run_once([ToolProxyCapability(groups={'g': group(FunctionToolset([Tool(_external, defer_loading=True)]))})])
+        await run_once(
+            [ToolProxyCapability(groups={'g': group(FunctionToolset([Tool(_external, defer_loading=True)]))})]
+        )
     assert 'defer_loading=True' in str(exc.value) and 'ungrouped' in str(exc.value) and "'g'" in str(exc.value)
 
 
 async def test_external_and_native_members_are_rejected() -> None:
-    from pydantic_ai.toolsets import ExternalToolset
     from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import ExternalToolset
 
     external = ExternalToolset([ToolDefinition(name='client_op', parameters_json_schema={'type': 'object'})])
     with pytest.raises(UserError, match='external'):

@@ -26,7 +26,7 @@ DOCS = {
     'setup': 'Install with pip, then run scripts/bootstrap.',
     'release': 'Releases are cut from main every Monday.',
 }
-RECORDED = ("x-run-id", "x-tenant-id", "mcp-session-id")
+RECORDED = ('x-run-id', 'x-tenant-id', 'mcp-session-id')
 
 
 def build_server() -> MCPServer:

@@ -14,7 +14,6 @@ from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 CALLED: list[str] = []
@@ -49,7 +48,9 @@ def delete_call() -> list[tuple[str, dict[str, Any]]]:
 
 
 async def run(script: StreamScript, *extra: Any) -> Any:
-    agent = HarnessBuilder().build(AgentSpec(), output_type=str, model=script.model, capabilities=(admin_proxy(), *extra))
+    agent = HarnessBuilder().build(
+        AgentSpec(), output_type=str, model=script.model, capabilities=(admin_proxy(), *extra)
+    )
     return await agent.run('x')
 
 
@@ -91,14 +92,14 @@ async def test_unresolved_approval_or_deferral_fails_the_proxy_call_and_the_run_
 
 
 async def test_codeact_call_of_an_approval_gated_target_fails_in_code_and_never_runs() -> None:
-    code = '''
+    code = """
 try:
     await call_proxy_tool(group="admin", tool="delete_account", arguments={"account_id": 3})
     out = "ran"
 except Exception as e:
     out = str(e)
 out
-'''
+"""
     result = await run(StreamScript([[('run_code', {'code': code})], 'done']), CodeActCapability())
     (part,) = returns(result.all_messages(), 'run_code')
     assert result.status == 'completed'

@@ -12,7 +12,6 @@ from a13n_harness.capabilities import CodeActCapability
 from a13n_harness.toolsets import CodeActPolicyToolset, CodeActToolPolicy
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 CALLED: list[str] = []
@@ -69,7 +68,9 @@ def agent_for(script: StreamScript) -> Any:
             'billing': ToolProxyGroup(source=FunctionToolset([invoice_total]), description='Invoices and payments'),
         }
     )
-    return HarnessBuilder().build(AgentSpec(), output_type=str, model=script.model, capabilities=(proxy, CodeActCapability()))
+    return HarnessBuilder().build(
+        AgentSpec(), output_type=str, model=script.model, capabilities=(proxy, CodeActCapability())
+    )
 
 
 def run_code(code: str) -> list[tuple[str, dict[str, Any]]]:
@@ -81,12 +82,12 @@ def code_result(result: Any) -> Any:
     return part.content
 
 
-SEARCH_AND_CALL = '''
+SEARCH_AND_CALL = """
 found = await search_proxy_tools(query="customer name", group="crm")
 match = found["tools"][0]
 name = await call_proxy_tool(group=match["group"], tool=match["tool"], arguments={"customer_id": 42})
 name
-'''
+"""
 
 
 async def test_code_discovers_and_calls_through_the_controls_and_usage_counts_three() -> None:
@@ -118,7 +119,7 @@ async def test_runner_directory_lists_the_controls_and_no_member() -> None:
 
 
 async def test_grouping_grants_no_codeact_eligibility() -> None:
-    code = '''
+    code = """
 outcomes = []
 for group, tool in [("crm", "delete_customer"), ("billing", "invoice_total")]:
     try:
@@ -127,7 +128,7 @@ for group, tool in [("crm", "delete_customer"), ("billing", "invoice_total")]:
     except Exception as e:
         outcomes.append(str(e))
 outcomes
-'''
+"""
     script = StreamScript(
         [
             run_code(code),
@@ -159,7 +160,7 @@ async def test_search_results_report_the_targets_own_codeact_policy() -> None:
 
 
 async def test_proxy_calls_inside_asyncio_gather_run_one_at_a_time() -> None:
-    code = '''
+    code = """
 import asyncio
 results = await asyncio.gather(
     call_proxy_tool(group="crm", tool="slow_lookup", arguments={"customer_id": 1}),
@@ -167,7 +168,7 @@ results = await asyncio.gather(
     call_proxy_tool(group="crm", tool="slow_lookup", arguments={"customer_id": 3}),
 )
 results
-'''
+"""
     result = await agent_for(StreamScript([run_code(code), 'done'])).run('x')
     assert code_result(result) == [1, 2, 3]
     assert sorted(CALLED) == ['slow_lookup 1', 'slow_lookup 2', 'slow_lookup 3']
@@ -176,14 +177,14 @@ results
 
 
 async def test_a_bad_envelope_from_code_fails_inside_the_sandbox_without_running_anything() -> None:
-    code = '''
+    code = """
 try:
     await call_proxy_tool(group="crm", tool="no_such_tool", arguments={})
     out = "ran"
 except Exception as e:
     out = str(e)
 out
-'''
+"""
     result = await agent_for(StreamScript([run_code(code), 'done'])).run('x')
     text = json.dumps(code_result(result))
     assert 'unavailable' in text or 'no tool' in text, text

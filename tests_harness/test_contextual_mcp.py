@@ -17,7 +17,6 @@ from conftest import KnowledgeServer
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from kb_mcp_server import INSTRUCTIONS
 from pydantic_ai.exceptions import UserError
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, ToolProxyPlan, ToolProxySelection
 
 
@@ -41,7 +40,9 @@ class CountingHeaders:
 
 
 def knowledge(url: str, headers: CountingHeaders, **options: Any) -> ContextualMCP:
-    return ContextualMCP(url, id='knowledge-server', **{'native': False, 'local': True, **options}, headers_factory=headers)
+    return ContextualMCP(
+        url, id='knowledge-server', **{'native': False, 'local': True, **options}, headers_factory=headers
+    )
 
 
 def bindings(tenant: str) -> RunBindings:
@@ -60,11 +61,17 @@ def script() -> StreamScript:
     )
 
 
-async def test_headers_resolve_once_per_run_and_concurrent_runs_get_their_own_replacement(kb_server: KnowledgeServer) -> None:
+async def test_headers_resolve_once_per_run_and_concurrent_runs_get_their_own_replacement(
+    kb_server: KnowledgeServer,
+) -> None:
     kb_server.clear()
     headers = CountingHeaders()
     proxy = ToolProxyCapability(
-        groups={'knowledge': ToolProxyGroup(source=knowledge(kb_server.url, headers), description="Search and read the tenant's knowledge base")}
+        groups={
+            'knowledge': ToolProxyGroup(
+                source=knowledge(kb_server.url, headers), description="Search and read the tenant's knowledge base"
+            )
+        }
     )
     model = script()
     agent = HarnessBuilder().build(AgentSpec(), output_type=str, model=model.model, capabilities=(proxy,))
@@ -96,7 +103,9 @@ async def test_a_plan_selected_contextual_mcp_keeps_its_run_binding(kb_server: K
     headers = CountingHeaders()
     source = knowledge(kb_server.url, headers)
     definition = AgentDefinition(agent=AgentSpec(), output_type=str, model=script().model, capabilities=(source,))
-    plan = ToolProxyPlan(groups={'knowledge': ToolProxySelection(description='Project knowledge base', capabilities=(source,))})
+    plan = ToolProxyPlan(
+        groups={'knowledge': ToolProxySelection(description='Project knowledge base', capabilities=(source,))}
+    )
     agent = HarnessBuilder().build(plan.apply(definition))
     result = await agent.run('x', bindings=bindings('t3'))
     assert result.status == 'completed', result.failure
@@ -105,20 +114,32 @@ async def test_a_plan_selected_contextual_mcp_keeps_its_run_binding(kb_server: K
     assert {(r['x-run-id'], r['x-tenant-id']) for r in kb_server.headers()} == {(result.run_id, 't3')}
 
 
-@pytest.mark.parametrize('options', [{'native': True, 'local': True}, {'native': True, 'local': None}], ids=['native', 'native-fallback'])
-async def test_a_grouped_provider_native_source_is_rejected_with_what_to_change(kb_server: KnowledgeServer, options: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    'options', [{'native': True, 'local': True}, {'native': True, 'local': None}], ids=['native', 'native-fallback']
+)
+async def test_a_grouped_provider_native_source_is_rejected_with_what_to_change(
+    kb_server: KnowledgeServer, options: dict[str, Any]
+) -> None:
     kb_server.clear()
     proxy = ToolProxyCapability(
-        groups={'knowledge': ToolProxyGroup(source=knowledge(kb_server.url, CountingHeaders(), **options), description='KB')}
+        groups={
+            'knowledge': ToolProxyGroup(source=knowledge(kb_server.url, CountingHeaders(), **options), description='KB')
+        }
     )
     agent = HarnessBuilder().build(AgentSpec(), output_type=str, model=script().model, capabilities=(proxy,))
-    with pytest.raises(UserError, match=r"ToolProxy group 'knowledge' contributes provider-native tools .*Select native=False, local=True"):
+    with pytest.raises(
+        UserError,
+        match=r"ToolProxy group 'knowledge' contributes provider-native tools .*Select native=False, local=True",
+    ):
         await agent.run('x', bindings=bindings('t1'))
 
 
 def test_a_grouped_source_with_defer_loading_is_rejected_with_what_to_change(kb_server: KnowledgeServer) -> None:
     source = knowledge(kb_server.url, CountingHeaders(), defer_loading=True)
-    with pytest.raises(ValueError, match=r"ToolProxy group 'knowledge' \(ContextualMCP\) has defer_loading=True.*Remove defer_loading=True"):
+    with pytest.raises(
+        ValueError,
+        match=r"ToolProxy group 'knowledge' \(ContextualMCP\) has defer_loading=True.*Remove defer_loading=True",
+    ):
         ToolProxyCapability(groups={'knowledge': ToolProxyGroup(source=source, description='KB')})
     with pytest.raises(ValueError, match=r"'knowledge-server' with defer_loading=True.*Remove defer_loading=True"):
         ToolProxySelection(description='KB', capabilities=(source,))
@@ -145,7 +166,9 @@ async def test_model_recovery_attempts_reuse_the_runs_upstream_mcp(kb_server: Kn
             'done',
         ]
     )
-    proxy = ToolProxyCapability(groups={'knowledge': ToolProxyGroup(source=knowledge(kb_server.url, headers), description='KB')})
+    proxy = ToolProxyCapability(
+        groups={'knowledge': ToolProxyGroup(source=knowledge(kb_server.url, headers), description='KB')}
+    )
     agent = HarnessBuilder().build(
         AgentSpec(),
         output_type=str,

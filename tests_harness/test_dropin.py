@@ -9,7 +9,6 @@ from a13n_harness import AgentSpec, DefinitionError, HarnessBuilder
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns, text_of
 from pydantic_ai.capabilities import CapabilityOrdering, Toolset
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 SOURCE_INSTRUCTIONS = 'Use numeric customer IDs, not display names.'
@@ -29,7 +28,9 @@ def server_status() -> str:
 
 def crm_proxy() -> ToolProxyCapability[Any]:
     source = FunctionToolset([customer_name], instructions=SOURCE_INSTRUCTIONS)
-    return ToolProxyCapability(groups={'crm': ToolProxyGroup(source=source, description='Customer records and account operations')})
+    return ToolProxyCapability(
+        groups={'crm': ToolProxyGroup(source=source, description='Customer records and account operations')}
+    )
 
 
 def build(script: StreamScript, spec: AgentSpec | None = None) -> Any:
@@ -94,7 +95,12 @@ async def test_model_calling_a_member_directly_gets_a_retry_and_the_tool_never_r
     script = StreamScript([[('crm__customer_name', {'customer_id': 42})], 'done'])
     result = await build(script).run('x')
     assert result.status == 'completed'
-    parts = [p for m in result.all_messages() for p in getattr(m, 'parts', ()) if getattr(p, 'tool_name', None) == 'crm__customer_name']
+    parts = [
+        p
+        for m in result.all_messages()
+        for p in getattr(m, 'parts', ())
+        if getattr(p, 'tool_name', None) == 'crm__customer_name'
+    ]
     retry = [p for p in parts if p.__class__.__name__ in ('RetryPromptPart', 'ToolReturnPart')]
     assert retry and 'cannot be called directly' in text_of(retry[-1]) and CALL in text_of(retry[-1])
     assert CALLED == []
@@ -107,8 +113,12 @@ def test_harness_contract_rejects_a_proxy_that_claims_to_wrap_the_tool_surface()
         def get_ordering(self) -> CapabilityOrdering:
             return CapabilityOrdering(position='outermost')
 
-    proxy = OutermostProxy(groups={'crm': ToolProxyGroup(source=FunctionToolset([customer_name]), description='Customers')})
+    proxy = OutermostProxy(
+        groups={'crm': ToolProxyGroup(source=FunctionToolset([customer_name]), description='Customers')}
+    )
     with pytest.raises(DefinitionError) as info:
         HarnessBuilder().build(AgentSpec(), output_type=str, model=StreamScript([]).model, capabilities=(proxy,))
     assert info.value.code == 'tool_surface_order_invalid'
-    assert 'Only ToolSearch, CodeAct, and the tool execution boundary may wrap the mandatory tool surface.' in str(info.value)
+    assert 'Only ToolSearch, CodeAct, and the tool execution boundary may wrap the mandatory tool surface.' in str(
+        info.value
+    )

@@ -10,7 +10,6 @@ from a13n_harness import AbstractHarnessPlugin, AgentContext, AgentSpec, Harness
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from pydantic_ai.capabilities import AbstractCapability, Toolset
 from pydantic_ai.toolsets import FunctionToolset
-
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 # --- the spec's example, verbatim (imports of ToolProxyCapability/ToolProxyGroup come from our package) ---
@@ -24,7 +23,7 @@ class HostToolsPlugin(AbstractHarnessPlugin):
 
     @property
     def plugin_id(self) -> str:
-        return "host-tools"
+        return 'host-tools'
 
     def for_agent(self):
         return replace(self, sources=dict(self.source_factory()))
@@ -34,9 +33,7 @@ class HostToolsPlugin(AbstractHarnessPlugin):
         groups = {}
         for name, source in self.sources.items():
             if name in self.group_descriptions:
-                groups[name] = ToolProxyGroup(
-                    source=source, description=self.group_descriptions[name]
-                )
+                groups[name] = ToolProxyGroup(source=source, description=self.group_descriptions[name])
             else:
                 direct.append(source)
         if groups:
@@ -74,7 +71,10 @@ async def test_host_tools_plugin_groups_the_configured_sources() -> None:
     script = StreamScript(
         [
             [(SEARCH, {'query': 'customer name', 'group': 'crm'})],
-            [(CALL, {'group': 'crm', 'tool': 'customer_name', 'arguments': {'customer_id': 42}}), ('server_status', {})],
+            [
+                (CALL, {'group': 'crm', 'tool': 'customer_name', 'arguments': {'customer_id': 42}}),
+                ('server_status', {}),
+            ],
             'done',
         ]
     )

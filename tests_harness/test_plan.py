@@ -8,13 +8,26 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from a13n_harness import AbstractHarnessPlugin, AgentContext, AgentDefinition, AgentSpec, DefinitionError, HarnessBuilder, PluginError
+from a13n_harness import (
+    AbstractHarnessPlugin,
+    AgentContext,
+    AgentDefinition,
+    AgentSpec,
+    DefinitionError,
+    HarnessBuilder,
+    PluginError,
+)
 from a13n_harness.capabilities import CodeActCapability
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from pydantic_ai.capabilities import AbstractCapability, Toolset
 from pydantic_ai.toolsets import FunctionToolset
-
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, ToolProxyPlan, ToolProxySelection
+from pydantic_ai_toolproxy import (
+    ToolProxyCapability,
+    ToolProxyConfig,
+    ToolProxyGroup,
+    ToolProxyPlan,
+    ToolProxySelection,
+)
 from pydantic_ai_toolproxy.harness import ToolProxyPluginAdapter, build
 
 COUNTS: Counter[str] = Counter()
@@ -99,7 +112,13 @@ async def test_plan_groups_capabilities_and_plugins_into_one_surface() -> None:
         ]
     )
     agent = build(
-        HarnessBuilder(), AgentSpec(), output_type=str, model=script.model, capabilities=(crm_source, status), plugins=plugins, tool_proxy=plan
+        HarnessBuilder(),
+        AgentSpec(),
+        output_type=str,
+        model=script.model,
+        capabilities=(crm_source, status),
+        plugins=plugins,
+        tool_proxy=plan,
     )
     result = await agent.run('x')
     assert result.status == 'completed'
@@ -122,7 +141,9 @@ async def test_plan_groups_capabilities_and_plugins_into_one_surface() -> None:
 
 async def test_apply_returns_an_updated_definition_and_changes_neither_the_plan_nor_the_original() -> None:
     crm_source = crm()
-    definition = AgentDefinition(agent=AgentSpec(), output_type=str, capabilities=(crm_source,), model=StreamScript([]).model)
+    definition = AgentDefinition(
+        agent=AgentSpec(), output_type=str, capabilities=(crm_source,), model=StreamScript([]).model
+    )
     groups = {'crm': ToolProxySelection(description='Customer records', capabilities=(crm_source,))}
     plan = ToolProxyPlan(groups=groups, config=ToolProxyConfig(max_results=3))
     applied = plan.apply(definition)
@@ -147,7 +168,13 @@ async def test_apply_returns_an_updated_definition_and_changes_neither_the_plan_
 
 
 def definition_with(*capabilities: Any, plugins: Sequence[AbstractHarnessPlugin] = ()) -> AgentDefinition[Any]:
-    return AgentDefinition(agent=AgentSpec(), output_type=str, capabilities=capabilities, plugins=tuple(plugins), model=StreamScript([]).model)
+    return AgentDefinition(
+        agent=AgentSpec(),
+        output_type=str,
+        capabilities=capabilities,
+        plugins=tuple(plugins),
+        model=StreamScript([]).model,
+    )
 
 
 def test_selected_capability_must_already_be_in_the_definition() -> None:
@@ -192,7 +219,7 @@ def test_a_plugin_contribution_also_installed_directly_is_rejected_at_build() ->
     shared = Toolset(FunctionToolset([server_status]))
     plan = ToolProxyPlan(groups={'docs': ToolProxySelection(description='Docs', plugins=('plugin-docs',))})
     definition = plan.apply(definition_with(shared, plugins=[SitePlugin('plugin-docs', 'docs', extra=(shared,))]))
-    with pytest.raises(ValueError, match=r"contributes .*Toolset.*also installs directly.*either grouped or direct"):
+    with pytest.raises(ValueError, match=r'contributes .*Toolset.*also installs directly.*either grouped or direct'):
         HarnessBuilder().build(definition)
 
 
@@ -200,12 +227,16 @@ def test_a_source_grouped_by_a_concrete_proxy_and_by_the_plan_is_rejected() -> N
     source = crm()
     concrete = ToolProxyCapability(groups={'crm': ToolProxyGroup(source=source, description='Customers')})
     plan = ToolProxyPlan(groups={'crm2': ToolProxySelection(description='Customers', capabilities=(source,))})
-    with pytest.raises(ValueError, match=r"grouped both by a ToolProxyCapability already in the definition \(group 'crm'\)"):
+    with pytest.raises(
+        ValueError, match=r"grouped both by a ToolProxyCapability already in the definition \(group 'crm'\)"
+    ):
         plan.apply(definition_with(concrete, source))
 
 
 def test_a_second_proxy_surface_is_rejected() -> None:
-    other = ToolProxyCapability(groups={'billing': ToolProxyGroup(source=FunctionToolset([server_status]), description='B')})
+    other = ToolProxyCapability(
+        groups={'billing': ToolProxyGroup(source=FunctionToolset([server_status]), description='B')}
+    )
     source = crm()
     plan = ToolProxyPlan(groups={'crm': ToolProxySelection(description='Customers', capabilities=(source,))})
     with pytest.raises(ValueError, match=r'one proxy surface, never competing ones'):
@@ -223,7 +254,9 @@ def test_selection_and_plan_reject_bad_values_with_clear_errors() -> None:
     with pytest.raises(TypeError, match=r'non-blank plugin IDs'):
         ToolProxySelection(description='X', plugins=(' ',))
     with pytest.raises(ValueError, match=r'defer_loading=True'):
-        ToolProxySelection(description='X', capabilities=(Toolset(FunctionToolset([server_status]), defer_loading=True),))
+        ToolProxySelection(
+            description='X', capabilities=(Toolset(FunctionToolset([server_status]), defer_loading=True),)
+        )
     with pytest.raises(ValueError, match=r'a__b'):
         ToolProxyPlan(groups={'a__b': ToolProxySelection(description='X', plugins=('p',))})
     with pytest.raises(ValueError, match=r"'x'"):
@@ -267,7 +300,14 @@ async def test_run_bound_lookup_of_a_grouped_plugin_sees_the_adapter() -> None:
 
     plan = ToolProxyPlan(groups={'docs': ToolProxySelection(description='Docs', plugins=('plugin-docs',))})
     plugins = [SitePlugin('plugin-docs', 'docs'), Inspector('inspector', 'inspect')]
-    agent = build(HarnessBuilder(), AgentSpec(), output_type=str, model=StreamScript(['done']).model, plugins=plugins, tool_proxy=plan)
+    agent = build(
+        HarnessBuilder(),
+        AgentSpec(),
+        output_type=str,
+        model=StreamScript(['done']).model,
+        plugins=plugins,
+        tool_proxy=plan,
+    )
     assert (await agent.run('x')).status == 'completed'
     assert isinstance(seen['adapter'], ToolProxyPluginAdapter) and isinstance(seen['adapter'].wrapped, SitePlugin)
     assert seen['error'] == ('plugin_type_mismatch', 'Run-bound plugin has an unexpected type.')

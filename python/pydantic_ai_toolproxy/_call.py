@@ -21,20 +21,20 @@ from pydantic_ai.exceptions import (
     ToolFailed,
     ToolFailedError,
     ToolRetryError,
+    UnexpectedModelBehavior,
     UserError,
 )
-from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import ModelResponse, RetryInfo, ToolCallPart, ToolReturnPart
 from pydantic_ai.tools import RunContext, ToolDenied
 from pydantic_core import ValidationError
 
 from ._directory import Directory, Member
 from ._members import GroupMemberToolset
-from ._names import canonical_name
 from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
+from ._names import canonical_name
 from ._runtime import ProxyRuntime
 
-__all__ = ('run_call', 'dispatching', 'envelope_retry', 'charged_retry', 'resolve_member', 'normalize_arguments')
+__all__ = ('charged_retry', 'dispatching', 'envelope_retry', 'normalize_arguments', 'resolve_member', 'run_call')
 
 dispatching: ContextVar[str | None] = ContextVar('pydantic_ai_toolproxy.dispatching', default=None)
 """Canonical name of the member the call control is dispatching in the current task, else None.
@@ -82,7 +82,9 @@ def envelope_retry(error: ValidationError | ModelRetry, search_name: str, call_n
     )
 
 
-SEARCH_HINT = 'Expected arguments: {"query": "<keywords>", "group": "<group>" or null, "limit": <int> or null, "offset": <int>}.'
+SEARCH_HINT = (
+    'Expected arguments: {"query": "<keywords>", "group": "<group>" or null, "limit": <int> or null, "offset": <int>}.'
+)
 
 
 def search_arguments_retry(error: ValidationError | ModelRetry, search_name: str) -> ModelRetry:
@@ -157,12 +159,12 @@ def normalize_arguments(arguments: Any) -> dict[str, Any]:
             ) from None
     if not isinstance(arguments, dict) or not all(isinstance(k, str) for k in arguments):
         raise retry(
-            f'`arguments` must be an object matching the tool\'s parameters_json_schema, '
+            f"`arguments` must be an object matching the tool's parameters_json_schema, "
             f'got {type(arguments).__name__}. {ENVELOPE_HINT}'
         )
     if _depth_exceeds(arguments, MAX_ARGUMENT_DEPTH):
         raise retry(
-            f'`arguments` nest more than {MAX_ARGUMENT_DEPTH} levels deep; send a plain object matching the tool\'s '
+            f"`arguments` nest more than {MAX_ARGUMENT_DEPTH} levels deep; send a plain object matching the tool's "
             f'parameters_json_schema. {ENVELOPE_HINT}'
         )
     return arguments
@@ -193,7 +195,9 @@ def charged_retry(ctx: RunContext[Any], key: str, max_retries: int | None, messa
     """
     manager = ctx.tool_manager
     if manager is None:  # pragma: no cover - controls only run inside a step
-        return ToolRetryError(ToolReturnPart(tool_name=ctx.tool_name or '', content=bounded(message), outcome='retried'))
+        return ToolRetryError(
+            ToolReturnPart(tool_name=ctx.tool_name or '', content=bounded(message), outcome='retried')
+        )
     budget = manager.default_max_retries if max_retries is None else max_retries
     used = ctx.retries.get(key, 0)
     if used >= budget:
@@ -265,7 +269,12 @@ def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any], member: Memb
                 f'{_error_summary(content, ("arguments",))}. Fix `arguments` to match its parameters_json_schema '
                 f'(`{search_name}` with group={member.group!r} returns it) and call again.'
             )
-        part = replace(part, tool_name=ctx.tool_name or part.tool_name, tool_call_id=ctx.tool_call_id or part.tool_call_id, content=content)
+        part = replace(
+            part,
+            tool_name=ctx.tool_name or part.tool_name,
+            tool_call_id=ctx.tool_call_id or part.tool_call_id,
+            content=content,
+        )
     return ToolRetryError(part)
 
 
@@ -298,10 +307,20 @@ def _interrupted_by(error: BaseException) -> BaseException | None:
         seen.add(id(current))
         if isinstance(
             current,
-            (TimeoutError, ConnectionError, EOFError, anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream),
+            (
+                TimeoutError,
+                ConnectionError,
+                EOFError,
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+                anyio.EndOfStream,
+            ),
         ):
             return current
-        if type(current).__name__ in ('MCPError', 'McpError') and getattr(current, 'code', None) in _MCP_INTERRUPTED_CODES:
+        if (
+            type(current).__name__ in ('MCPError', 'McpError')
+            and getattr(current, 'code', None) in _MCP_INTERRUPTED_CODES
+        ):
             return current
         current = current.__cause__ or current.__context__
     return None
@@ -335,7 +354,9 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
         result = await manager.handle_call(call)
     except ToolRetryError as e:
         if (cause := _interrupted_by(e)) is not None:  # e.g. an MCP server that timed out or died mid-call
-            said = e.tool_retry.model_response_str(wrap_if_error=False) if isinstance(e.tool_retry, ToolReturnPart) else ''
+            said = (
+                e.tool_retry.model_response_str(wrap_if_error=False) if isinstance(e.tool_retry, ToolReturnPart) else ''
+            )
             raise ToolFailed(_uncertain(member, 'did not complete', cause, said)) from e
         raise _as_envelope_retry(e, ctx, member, runtime.config.search_name) from None
     except ToolFailedError as e:

@@ -26,7 +26,15 @@ from typing import Any
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-__all__ = ('HarnessMemberTool', 'ControlsPolicy', 'harness_run', 'member_tool', 'source_tool', 'mark_controls', 'codeact_eligible')
+__all__ = (
+    'ControlsPolicy',
+    'HarnessMemberTool',
+    'codeact_eligible',
+    'harness_run',
+    'mark_controls',
+    'member_tool',
+    'source_tool',
+)
 
 
 @dataclass(kw_only=True)
@@ -117,7 +125,9 @@ def source_tool(tool: ToolsetTool[Any]) -> ToolsetTool[Any] | None:
     return tool.source_tool if isinstance(tool, HarnessMemberTool) else None
 
 
-def mark_controls(harness: _Harness | None, tools: dict[str, ToolsetTool[Any]], call_name: str) -> dict[str, ToolsetTool[Any]]:
+def mark_controls(
+    harness: _Harness | None, tools: dict[str, ToolsetTool[Any]], call_name: str
+) -> dict[str, ToolsetTool[Any]]:
     """Mark the call control as a call envelope (`PROXY_CONTROL_KEY: "call"`) in a harness run."""
     if harness is None or call_name not in tools:
         return tools

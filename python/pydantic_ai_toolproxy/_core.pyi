@@ -11,22 +11,22 @@ Strings holding lone surrogates are accepted: each surrogate is read as U+FFFD.
 from typing import final
 
 __all__ = [
-    '__version__',
-    'GROUP_NAME_PATTERN',
     'CANONICAL_SEPARATOR',
+    'GROUP_NAME_PATTERN',
     'MAX_DESCRIPTION_CHARS',
-    'MIN_SEARCH_BYTES',
-    'MAX_SEARCH_BYTES',
-    'MAX_RESULTS_LIMIT',
     'MAX_QUERY_BYTES',
-    'validate_group_name',
-    'validate_group_description',
-    'validate_tool_name',
-    'validate_config',
-    'canonical_name',
-    'split_canonical_name',
-    'plan_page',
+    'MAX_RESULTS_LIMIT',
+    'MAX_SEARCH_BYTES',
+    'MIN_SEARCH_BYTES',
     'SearchIndex',
+    '__version__',
+    'canonical_name',
+    'plan_page',
+    'split_canonical_name',
+    'validate_config',
+    'validate_group_description',
+    'validate_group_name',
+    'validate_tool_name',
 ]
 
 __version__: str

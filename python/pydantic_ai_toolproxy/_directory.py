@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai.tools import RunContext, ToolDefinition
@@ -20,7 +20,7 @@ from ._members import GroupMemberToolset
 from ._names import canonical_name, local_name
 from ._same import same_value
 
-__all__ = ('Member', 'Directory', 'DirectoryCache', 'SearchIndexCache')
+__all__ = ('Directory', 'DirectoryCache', 'Member', 'SearchIndexCache')
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ def _unchanged(old: tuple[str, object, object], group: str, description: object,
     rebuilt schema (a dynamic toolset re-creating its tools) is compared strictly (`same_value`), since a change
     `==` cannot see (`1` vs `True` in an `enum`) changes the indexed text."""
     old_group, old_description, old_schema = old
-    if old_group != group or old_description is not description and old_description != description:
+    if old_group != group or (old_description is not description and old_description != description):
         return False
     try:
         return same_value(old_schema, schema)
@@ -287,7 +287,9 @@ class SearchIndexCache:
             description, schema = tool_def.description, tool_def.parameters_json_schema
             old = synced.get(name)
             if old is None or not _unchanged(old, group, description, schema):
-                upserts.append((name, group, local_name(name, group), description if isinstance(description, str) else '', schema))
+                upserts.append(
+                    (name, group, local_name(name, group), description if isinstance(description, str) else '', schema)
+                )
             new_synced[name] = (group, description, schema)
         removed = [name for name in synced if name not in new_synced]
         if removed:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from .config import ToolProxyConfig
 
-__all__ = ('guidance', 'search_description', 'call_description', 'group_summary')
+__all__ = ('call_description', 'group_summary', 'guidance', 'search_description')
 
 
 def group_summary(groups: list[str], descriptions: Mapping[str, str]) -> str:
@@ -32,7 +32,7 @@ def search_description(config: ToolProxyConfig, summary: str) -> str:
 def call_description(config: ToolProxyConfig, summary: str) -> str:
     return (
         f'Call one grouped tool: give its `group`, its local `tool` name as returned by `{config.search_name}`, '
-        'and `arguments`, an object matching that tool\'s `parameters_json_schema`.\n'
+        "and `arguments`, an object matching that tool's `parameters_json_schema`.\n"
         f'Groups:\n{summary}'
     )
 

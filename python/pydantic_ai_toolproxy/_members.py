@@ -136,7 +136,7 @@ def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
     if tool_def.defer_loading:
         return 'it has defer_loading=True (proxy discovery and native deferred loading are distinct interfaces)'
     if tool_def.kind == 'external':
-        return "it is an external (client-executed) tool, whose result is produced outside the run"
+        return 'it is an external (client-executed) tool, whose result is produced outside the run'
     if tool_def.kind == 'output':
         return 'it is an output tool'
     if tool_def.unless_native is not None or tool_def.with_native is not None:
@@ -159,9 +159,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
 
     group: str = ''
     owner: object = None
-    _last: tuple[dict[str, tuple[ToolsetTool[AgentDepsT], str, ToolsetTool[AgentDepsT]]], dict[str, ToolsetTool[AgentDepsT]]] = (
-        field(default_factory=lambda: ({}, {}), init=False, repr=False, compare=False)
-    )
+    _last: tuple[
+        dict[str, tuple[ToolsetTool[AgentDepsT], str, ToolsetTool[AgentDepsT]]], dict[str, ToolsetTool[AgentDepsT]]
+    ] = field(default_factory=lambda: ({}, {}), init=False, repr=False, compare=False)
     """Last listing: `(source tool, canonical name, member)` per source name, and the members it returned. A
     source tool equal to last step's reuses its member, so an unchanged source allocates nothing per tool per
     step (at 100,000 members the allocations, and the garbage collections they trigger, are most of the wrapping
@@ -199,7 +199,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         return self.members_of(await self.wrapped.get_tools(ctx), ctx)
 
-    def members_of(self, tools: dict[str, ToolsetTool[AgentDepsT]], ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+    def members_of(
+        self, tools: dict[str, ToolsetTool[AgentDepsT]], ctx: RunContext[AgentDepsT]
+    ) -> dict[str, ToolsetTool[AgentDepsT]]:
         """The members for one listing of the source: `tools` renamed to canonical names (this toolset's own work).
 
         Raises:
@@ -238,7 +240,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                     last_id = getattr(last_toolset, '_explicit_id', None)
                 toolset_id = last_id
             canonical = canonical_name(self.group, name)
-            member = _copy_with(tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id))
+            member = _copy_with(
+                tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id)
+            )
             if harness is not None:
                 member = member_tool(harness, tool, member, name, self.group, self.description)
             else:

@@ -15,7 +15,16 @@ from typing import Any
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
 __all__ = (
-    'ENVELOPE_HINT', 'MAX_MESSAGE_CHARS', 'MAX_SHOWN_CHARS', 'bounded', 'cut', 'encodes', 'failed', 'listing', 'retry', 'shown',
+    'ENVELOPE_HINT',
+    'MAX_MESSAGE_CHARS',
+    'MAX_SHOWN_CHARS',
+    'bounded',
+    'cut',
+    'encodes',
+    'failed',
+    'listing',
+    'retry',
+    'shown',
 )
 
 MAX_MESSAGE_CHARS = 2_000

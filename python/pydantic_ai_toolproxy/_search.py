@@ -15,7 +15,7 @@ from ._directory import Directory, Member
 from ._messages import cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
 
-__all__ = ('run_search', 'entry_for', 'entry_json', 'entry_size')
+__all__ = ('entry_for', 'entry_json', 'entry_size', 'run_search')
 
 MAX_QUERY_BYTES: int = _core.MAX_QUERY_BYTES
 
@@ -176,7 +176,9 @@ async def run_search(
             total, keys = cache.index.search(query, groups, offset, limit)
         except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
             cache.reset()
-            raise failed(f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.') from e
+            raise failed(
+                f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.'
+            ) from e
     include = runtime.instructions_enabled(ctx)
     instructions: dict[str, list[str]] = {}
     entries: list[dict[str, Any]] = []

@@ -78,9 +78,15 @@ def unknown_tool_message(name: str, runtime: ProxyRuntime, directory: Directory,
         ranked = _ranked(runtime, directory, name) if directory and len(name) <= 256 else []
         head = f'Unknown tool name: {shown_name}. {_REWRITTEN}.'
         if ranked:
-            head += ' Grouped tools that match it: ' + '; '.join(_envelope(config.call_name, g, t) for g, t in ranked) + '.'
+            head += (
+                ' Grouped tools that match it: ' + '; '.join(_envelope(config.call_name, g, t) for g, t in ranked) + '.'
+            )
     direct = [n for n in visible if n not in (config.search_name, config.call_name)]
-    close = difflib.get_close_matches(name, direct, n=MAX_SUGGESTIONS, cutoff=0.6) if len(direct) <= MAX_VISIBLE_COMPARED and len(name) <= 256 else []
+    close = (
+        difflib.get_close_matches(name, direct, n=MAX_SUGGESTIONS, cutoff=0.6)
+        if len(direct) <= MAX_VISIBLE_COMPARED and len(name) <= 256
+        else []
+    )
     tail = f' Direct tools with close names: {listing(close)}.' if close else ''
     return bounded(
         f'{head} Find grouped tools with `{config.search_name}` (groups: {listing(directory.groups)}), then call them '
@@ -106,7 +112,8 @@ def shorten_unknown_tool_retries(
             continue
         new_parts = [
             replace(p, content=unknown_tool_message(p.tool_name, runtime, directory, visible))
-            if _is_unknown_tool_retry(p) else p
+            if _is_unknown_tool_retry(p)
+            else p
             for p in parts
         ]
         if isinstance(parts, list):

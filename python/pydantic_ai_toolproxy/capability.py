@@ -13,8 +13,8 @@ from pydantic_ai.exceptions import ModelRetry, UserError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
-from pydantic_core import ValidationError
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset, PrefixedToolset, RenamedToolset
+from pydantic_core import ValidationError
 
 from . import _core
 from ._call import dispatching, envelope_retry, search_arguments_retry
@@ -79,7 +79,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         self, groups: Mapping[str, ToolProxyGroup[AgentDepsT]], *, config: ToolProxyConfig | None = None
     ) -> None:
         if not isinstance(groups, Mapping):
-            raise TypeError(f'ToolProxyCapability(groups=...) must be a mapping of group name to ToolProxyGroup, got {groups!r}')
+            raise TypeError(
+                f'ToolProxyCapability(groups=...) must be a mapping of group name to ToolProxyGroup, got {groups!r}'
+            )
         if config is None:
             config = ToolProxyConfig()
         elif not isinstance(config, ToolProxyConfig):
@@ -137,7 +139,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         """How many times the shared search index changed (incremental syncs), for tests and benchmarks."""
         return self._runtime.search_index.builds
 
-    def explain(self, query: str, tools: Sequence[tuple[str, str]], *, group: str | None = None) -> list[SearchExplanation]:
+    def explain(
+        self, query: str, tools: Sequence[tuple[str, str]], *, group: str | None = None
+    ) -> list[SearchExplanation]:
         """Why each of `tools` (`(group, tool)` pairs) has the score it is ranked by for `query`.
 
         Explains the search index as the last search of this proxy left it (a search syncs the index to its step's
@@ -320,7 +324,12 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         short retry saying what to send instead, never Pydantic AI's error list with the model's input in full."""
         config = self._runtime.config
         manager = ctx.tool_manager
-        if self.groups and call.tool_name in (config.search_name, config.call_name) and manager is not None and manager.tools:
+        if (
+            self.groups
+            and call.tool_name in (config.search_name, config.call_name)
+            and manager is not None
+            and manager.tools
+        ):
             tool = manager.tools.get(call.tool_name)
             if tool is not None and tool.toolset is self._controls:
                 if call.tool_name == config.call_name:
@@ -338,7 +347,9 @@ def _called_by_model(ctx: RunContext[Any], call: ToolCallPart) -> bool:
     for message in reversed(ctx.messages):
         if isinstance(message, ModelResponse):
             return any(
-                isinstance(part, ToolCallPart) and part.tool_call_id == call.tool_call_id and part.tool_name == call.tool_name
+                isinstance(part, ToolCallPart)
+                and part.tool_call_id == call.tool_call_id
+                and part.tool_name == call.tool_name
                 for part in message.parts
             )
     return False

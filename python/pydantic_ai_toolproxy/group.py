@@ -49,4 +49,6 @@ class ToolProxyGroup(Generic[AgentDepsT]):
         return hash((id(self.source), self.description))
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, ToolProxyGroup) and other.source is self.source and other.description == self.description
+        return (
+            isinstance(other, ToolProxyGroup) and other.source is self.source and other.description == self.description
+        )

@@ -120,7 +120,7 @@ class ToolProxyPluginAdapter(AbstractHarnessPlugin):
                 raise ValueError(
                     f'Plugin {self.plugin_id!r} contributes {source_label(capability)}, which the definition also installs '
                     f'directly, while ToolProxy group {self.group!r} groups that plugin: a source is either grouped or '
-                    'direct. Remove it from the definition\'s capabilities, or unselect the plugin.'
+                    "direct. Remove it from the definition's capabilities, or unselect the plugin."
                 )
             grouped.append(_member(capability, self.group, self._owner))
         return tuple(grouped)
@@ -151,10 +151,12 @@ def _check_one_surface(plan: ToolProxyPlan, definition: AgentDefinition[Any]) ->
                 )
         raise ValueError(
             'The definition already has a ToolProxyCapability; an agent gets one proxy surface, never competing ones. '
-            'Move its groups into the ToolProxyPlan (select their capabilities), or add the plan\'s groups to it.'
+            "Move its groups into the ToolProxyPlan (select their capabilities), or add the plan's groups to it."
         )
     if any(isinstance(p, ToolProxyPluginAdapter) for p in definition.plugins):
-        raise ValueError('This definition already has a ToolProxyPlan applied; apply one plan to the original definition.')
+        raise ValueError(
+            'This definition already has a ToolProxyPlan applied; apply one plan to the original definition.'
+        )
     if definition.tool_search is not None:
         raise ValueError(
             'The definition also has an a13n-harness tool_search plan, a second (competing) proxy surface. '
@@ -180,7 +182,7 @@ def apply_plan(plan: ToolProxyPlan, definition: AgentDefinition[Any]) -> AgentDe
             seen = counts.get(id(source), 0)
             if seen == 0:
                 raise ValueError(
-                    f'ToolProxy group {name!r} selects {source_label(source)}, which is not in the definition\'s '
+                    f"ToolProxy group {name!r} selects {source_label(source)}, which is not in the definition's "
                     'capabilities. A plan groups sources the definition already installs: add that instance to '
                     'capabilities= (top level), or remove it from the selection.'
                 )
@@ -207,9 +209,7 @@ def apply_plan(plan: ToolProxyPlan, definition: AgentDefinition[Any]) -> AgentDe
     )
     owner = surface._runtime
     direct = frozenset(counts)
-    capabilities = [
-        _member(c, group_of[id(c)], owner) if id(c) in group_of else c for c in definition.capabilities
-    ]
+    capabilities = [_member(c, group_of[id(c)], owner) if id(c) in group_of else c for c in definition.capabilities]
     plugins = [
         ToolProxyPluginAdapter(p, group=plugin_group[p.plugin_id], owner=owner, direct=direct)
         if p.plugin_id in plugin_group

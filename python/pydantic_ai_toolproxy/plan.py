@@ -124,7 +124,9 @@ class ToolProxyPlan:
 
     def __post_init__(self) -> None:
         if not isinstance(self.groups, Mapping):
-            raise TypeError(f'ToolProxyPlan.groups must be a mapping of group name to ToolProxySelection, got {self.groups!r}')
+            raise TypeError(
+                f'ToolProxyPlan.groups must be a mapping of group name to ToolProxySelection, got {self.groups!r}'
+            )
         if not isinstance(self.config, ToolProxyConfig):
             raise TypeError(f'ToolProxyPlan.config must be a ToolProxyConfig, got {self.config!r}')
         groups: dict[str, ToolProxySelection] = {}
@@ -135,7 +137,9 @@ class ToolProxyPlan:
                 raise TypeError(f'ToolProxyPlan group names must be str, got {name!r}')
             _core.validate_group_name(name)
             if not isinstance(selection, ToolProxySelection):
-                raise TypeError(f'ToolProxyPlan.groups[{name!r}] must be a ToolProxySelection, got {type(selection).__name__}')
+                raise TypeError(
+                    f'ToolProxyPlan.groups[{name!r}] must be a ToolProxySelection, got {type(selection).__name__}'
+                )
             _core.validate_group_description(name, selection.description)
             for source in selection.capabilities:
                 if (other := by_source.get(id(source))) is not None:
@@ -147,7 +151,7 @@ class ToolProxyPlan:
             for plugin_id in selection.plugins:
                 if (other := by_plugin.get(plugin_id)) is not None:
                     raise ValueError(
-                        f'Plugin {plugin_id!r} is selected by ToolProxy groups {other!r} and {name!r}; a plugin\'s '
+                        f"Plugin {plugin_id!r} is selected by ToolProxy groups {other!r} and {name!r}; a plugin's "
                         'contributions belong to one group. Select it in one group only.'
                     )
                 by_plugin[plugin_id] = name

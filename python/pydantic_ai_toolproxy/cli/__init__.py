@@ -49,8 +49,14 @@ async def _run(ns: argparse.Namespace) -> int:
                 return await run_inspect(surface, out, progress, full=ns.full)
             if command == 'search':
                 return await run_search(
-                    surface, out, progress,
-                    query=ns.query, group=ns.search_group, limit=ns.limit, offset=ns.offset, explain=ns.explain,
+                    surface,
+                    out,
+                    progress,
+                    query=ns.query,
+                    group=ns.search_group,
+                    limit=ns.limit,
+                    offset=ns.offset,
+                    explain=ns.explain,
                 )
             return await run_check(surface, out, progress, strict=ns.strict)
 

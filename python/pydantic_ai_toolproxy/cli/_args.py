@@ -35,14 +35,18 @@ proxy cannot prepare; 2 bad arguments or sources that cannot be loaded."""
 
 
 class _AddSource(argparse.Action):
-    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: Any, option: str | None = None) -> None:
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: Any, option: str | None = None
+    ) -> None:
         specs: list[SourceSpec] = list(getattr(ns, 'sources', None) or [])
         specs.append(SourceSpec(kind=self.const, target=value, origin=f'{option} {value!r}'))
         ns.sources = specs
 
 
 class _OnLastSource(argparse.Action):
-    def __call__(self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: Any, option: str | None = None) -> None:
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, value: Any, option: str | None = None
+    ) -> None:
         specs: list[SourceSpec] = getattr(ns, 'sources', None) or []
         if not specs:
             parser.error(f'{option} must follow a source (-s/--source, --mcp-stdio or --mcp-http)')
@@ -63,22 +67,60 @@ def _integer(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The `toolproxy` parser: global source options, then `inspect`, `search` or `check`."""
     parser = argparse.ArgumentParser(
-        prog='toolproxy', description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog='toolproxy',
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
     parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
     src = parser.add_argument_group('sources')
-    src.add_argument('-s', '--source', action=_AddSource, const='module', metavar='MODULE:ATTR', dest='sources',
-                     help='a ToolProxyCapability, toolset, capability, mapping of group -> toolset, or a function returning one')
-    src.add_argument('--mcp-stdio', action=_AddSource, const='mcp-stdio', metavar='COMMAND', dest='sources',
-                     help='an MCP server started over stdio (a shell-quoted command line)')
-    src.add_argument('--mcp-http', action=_AddSource, const='mcp-http', metavar='URL', dest='sources',
-                     help='an MCP server over streamable HTTP')
-    src.add_argument('--group', action=_OnLastSource, const='group', metavar='NAME', dest='_group', default=argparse.SUPPRESS,
-                     help='put the source just before it into this group (without: the source is offered directly)')
-    src.add_argument('--description', action=_OnLastSource, const='description', metavar='TEXT', dest='_description',
-                     default=argparse.SUPPRESS, help='the description of that group, as the model reads it')
-    src.add_argument('--config', type=Path, metavar='FILE', help='a TOML or JSON file with [sources] and tool_sources (Host schema)')
+    src.add_argument(
+        '-s',
+        '--source',
+        action=_AddSource,
+        const='module',
+        metavar='MODULE:ATTR',
+        dest='sources',
+        help='a ToolProxyCapability, toolset, capability, mapping of group -> toolset, or a function returning one',
+    )
+    src.add_argument(
+        '--mcp-stdio',
+        action=_AddSource,
+        const='mcp-stdio',
+        metavar='COMMAND',
+        dest='sources',
+        help='an MCP server started over stdio (a shell-quoted command line)',
+    )
+    src.add_argument(
+        '--mcp-http',
+        action=_AddSource,
+        const='mcp-http',
+        metavar='URL',
+        dest='sources',
+        help='an MCP server over streamable HTTP',
+    )
+    src.add_argument(
+        '--group',
+        action=_OnLastSource,
+        const='group',
+        metavar='NAME',
+        dest='_group',
+        default=argparse.SUPPRESS,
+        help='put the source just before it into this group (without: the source is offered directly)',
+    )
+    src.add_argument(
+        '--description',
+        action=_OnLastSource,
+        const='description',
+        metavar='TEXT',
+        dest='_description',
+        default=argparse.SUPPRESS,
+        help='the description of that group, as the model reads it',
+    )
+    src.add_argument(
+        '--config', type=Path, metavar='FILE', help='a TOML or JSON file with [sources] and tool_sources (Host schema)'
+    )
     cfg = parser.add_argument_group('proxy settings (ToolProxyConfig; override the config file)')
     cfg.add_argument('--search-name', metavar='NAME')
     cfg.add_argument('--call-name', metavar='NAME')
@@ -95,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument('--limit', type=_integer, metavar='N', help='results per page (the model default when omitted)')
     search.add_argument('--offset', type=_integer, metavar='K', help='a next_offset from an earlier page')
     search.add_argument(
-        '--explain', action='store_true',
+        '--explain',
+        action='store_true',
         help='also show, for each result, the query words it matched, in which field, and their share of its score',
     )
     check = commands.add_parser('check', help='everything that would fail or misbehave at runtime (exit 1 on errors)')

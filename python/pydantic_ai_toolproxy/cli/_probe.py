@@ -26,7 +26,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from .._directory import Directory, Member
 from ..capability import ToolProxyCapability
 
-__all__ = ('Snapshot', 'ProbeRun', 'probe', 'definition_bytes', 'text_bytes', 'grouped_members')
+__all__ = ('ProbeRun', 'Snapshot', 'definition_bytes', 'grouped_members', 'probe', 'text_bytes')
 
 
 def definition_bytes(tool_def: ToolDefinition) -> int:
@@ -35,7 +35,11 @@ def definition_bytes(tool_def: ToolDefinition) -> int:
     Compact JSON, non-ASCII unescaped: the part of a tool every provider sends in every request (provider
     envelopes add a few bytes of their own per tool).
     """
-    declaration = {'name': tool_def.name, 'description': tool_def.description or '', 'parameters': tool_def.parameters_json_schema}
+    declaration = {
+        'name': tool_def.name,
+        'description': tool_def.description or '',
+        'parameters': tool_def.parameters_json_schema,
+    }
     return len(json.dumps(declaration, separators=(',', ':'), ensure_ascii=False).encode())
 
 
@@ -84,7 +88,9 @@ class _Recorder(AbstractCapability[Any]):
 
     seen: list[dict[str, ToolsetTool[Any]]] = field(default_factory=list)
 
-    async def before_model_request(self, ctx: RunContext[Any], request_context: ModelRequestContext) -> ModelRequestContext:
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
         manager = ctx.tool_manager
         self.seen.append(dict(manager.tools) if manager is not None and manager.tools is not None else {})
         return request_context
@@ -140,9 +146,13 @@ async def probe(
         planned = list(calls(result.snapshot)) if calls is not None else []
         if not planned:
             return ModelResponse(parts=[TextPart('done')])
-        return ModelResponse(parts=[ToolCallPart(name, args, tool_call_id=f'probe-{i}') for i, (name, args) in enumerate(planned)])
+        return ModelResponse(
+            parts=[ToolCallPart(name, args, tool_call_id=f'probe-{i}') for i, (name, args) in enumerate(planned)]
+        )
 
-    agent: Agent[None, str] = Agent(FunctionModel(model), toolsets=list(toolsets), capabilities=[*capabilities, recorder])
+    agent: Agent[None, str] = Agent(
+        FunctionModel(model), toolsets=list(toolsets), capabilities=[*capabilities, recorder]
+    )
     try:
         run = await agent.run('toolproxy probe')
     except UserError as exc:

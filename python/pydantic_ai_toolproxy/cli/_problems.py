@@ -13,12 +13,28 @@ from typing import Any, Literal
 
 from .. import _core
 
-__all__ = ('Problem', 'oversized', 'parse_oversized', 'unsupported', 'blank_description', 'not_first', 'duplicate',
-           'canonical_collision', 'control_collision', 'preparation')
+__all__ = (
+    'Problem',
+    'blank_description',
+    'canonical_collision',
+    'control_collision',
+    'duplicate',
+    'not_first',
+    'oversized',
+    'parse_oversized',
+    'preparation',
+    'unsupported',
+)
 
 Kind = Literal[
-    'oversized', 'unsupported', 'duplicate-name', 'name-collision', 'control-collision', 'preparation',
-    'blank-description', 'not-first',
+    'oversized',
+    'unsupported',
+    'duplicate-name',
+    'name-collision',
+    'control-collision',
+    'preparation',
+    'blank-description',
+    'not-first',
 ]
 
 
@@ -83,20 +99,27 @@ def oversized(group: str, tool: str, size: int, instructions: int | None, budget
     total = max(members, 1)
     count, _, need = _core.plan_page([size], total, max(total - 2, 0), _core.MAX_SEARCH_BYTES)
     raise_budget = (
-        f', or raise max_search_bytes to at least {need:,}' if count else
-        f' (it cannot fit even the largest budget, {_core.MAX_SEARCH_BYTES:,} bytes)'
+        f', or raise max_search_bytes to at least {need:,}'
+        if count
+        else f' (it cannot fit even the largest budget, {_core.MAX_SEARCH_BYTES:,} bytes)'
     )
     if instructions is not None:
         return Problem(
-            'error', 'oversized', group, tool,
+            'error',
+            'oversized',
+            group,
+            tool,
             f'its search entry is {size:,} bytes, {instructions:,} of them the source instructions of group {group!r} '
             f'that every entry of the group carries; max_search_bytes is {budget:,}, so every search that reaches '
-            'the group\'s tools fails',
-            f'shorten the instructions of the group\'s source{raise_budget}',
+            "the group's tools fails",
+            f"shorten the instructions of the group's source{raise_budget}",
             size=size,
         )
     return Problem(
-        'error', 'oversized', group, tool,
+        'error',
+        'oversized',
+        group,
+        tool,
         f'its search entry is {size:,} bytes; max_search_bytes is {budget:,}, so every search that reaches it fails',
         f'expose it directly (leave it ungrouped) or shorten its description and parameter schema{raise_budget}',
         size=size,
@@ -116,7 +139,10 @@ def unsupported(group: str, tool: str, reason: str) -> Problem:
 def blank_description(group: str | None, tool: str) -> Problem:
     """Warning: a tool without a description."""
     return Problem(
-        'warning', 'blank-description', group, tool,
+        'warning',
+        'blank-description',
+        group,
+        tool,
         'it has no description, so search can only match its name and parameters and the model cannot tell what it does',
         'give it a description (a docstring, `description=`, or the MCP tool description)',
     )
@@ -126,7 +152,10 @@ def not_first(group: str, tool: str, first: str | None, detail: str = '') -> Pro
     """Warning: a search for the tool's own name in its group ranks `first` (None: nothing) ahead of it."""
     found = f'returns {first!r} first{detail}' if first is not None else 'returns nothing'
     return Problem(
-        'warning', 'not-first', group, tool,
+        'warning',
+        'not-first',
+        group,
+        tool,
         f'searching its own name in group {group!r} {found}',
         'give the tools names that differ by more than letter case and punctuation, or split them into groups',
     )
@@ -135,7 +164,10 @@ def not_first(group: str, tool: str, first: str | None, detail: str = '') -> Pro
 def duplicate(group: str, tool: str, owners: list[str]) -> Problem:
     """Error: several tools of one group share the local name `tool`; `owners` labels the toolsets defining it."""
     return Problem(
-        'error', 'duplicate-name', group, tool,
+        'error',
+        'duplicate-name',
+        group,
+        tool,
         f'{len(owners)} tools of the group share this local name: {", ".join(owners)}',
         'rename all but one, or prefix a source before combining (`toolset.prefixed("...")`), or put them in different groups',
     )
@@ -144,7 +176,10 @@ def duplicate(group: str, tool: str, owners: list[str]) -> Problem:
 def canonical_collision(group: str, tool: str, canonical: str) -> Problem:
     """Error: the member's canonical name `{group}__{tool}` is also a direct tool's name."""
     return Problem(
-        'error', 'name-collision', group, tool,
+        'error',
+        'name-collision',
+        group,
+        tool,
         f'its canonical name {canonical!r} is also the name of a direct tool',
         f'rename the direct tool {canonical!r}, rename the group, or prefix the grouped source',
     )
@@ -153,7 +188,10 @@ def canonical_collision(group: str, tool: str, canonical: str) -> Problem:
 def control_collision(name: str) -> Problem:
     """Error: a direct tool has a control's name."""
     return Problem(
-        'error', 'control-collision', None, name,
+        'error',
+        'control-collision',
+        None,
+        name,
         f'a direct tool is named {name!r}, like a proxy control',
         'rename that tool, or choose other control names: --search-name/--call-name, [discovery] in a config file, '
         'or ToolProxyConfig(search_name=..., call_name=...)',
@@ -162,4 +200,6 @@ def control_collision(name: str) -> Problem:
 
 def preparation(group: str | None, message: str) -> Problem:
     """Error: preparation fails for a reason no other kind covers; `message` is the `UserError` text."""
-    return Problem('error', 'preparation', group, None, f'preparation fails: {message}', 'follow the advice in the message')
+    return Problem(
+        'error', 'preparation', group, None, f'preparation fails: {message}', 'follow the advice in the message'
+    )

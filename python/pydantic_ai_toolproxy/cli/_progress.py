@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress as RichProgress, TaskID
-from rich.progress import SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as RichProgress
+from rich.progress import SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 __all__ = ('Progress',)
 

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ('Column', 'Output', 'clip', 'num', 'plural', 'error')
+__all__ = ('Column', 'Output', 'clip', 'error', 'num', 'plural')
 
 
 def num(value: int) -> str:
@@ -59,7 +59,9 @@ class Output:
     `Progress.close`, so no live display is drawn over the result.
     """
 
-    def __init__(self, as_json: bool, stream: TextIO | None = None, before_write: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, as_json: bool, stream: TextIO | None = None, before_write: Callable[[], None] | None = None
+    ) -> None:
         self.stream = stream or sys.stdout
         self.as_json = as_json
         self.console = Console(file=self.stream, highlight=False)
@@ -107,7 +109,8 @@ class Output:
         widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
         for r in cells:
             padded = [
-                cell.rjust(widths[i]) if columns[i].justify == 'right' else cell.ljust(widths[i]) for i, cell in enumerate(r)
+                cell.rjust(widths[i]) if columns[i].justify == 'right' else cell.ljust(widths[i])
+                for i, cell in enumerate(r)
             ]
             self.stream.write('  '.join(padded).rstrip() + '\n')
 
@@ -115,7 +118,13 @@ class Output:
         widths = [max([len(col.header), *(len(row[i]) for row in rows)]) for i, col in enumerate(columns)]
         fixed = sum(w + 3 for w, col in zip(widths, columns) if col.max_width is None and not col.wrap)
         room = max(self.console.width - fixed - 3, 12)  # what a clipped column may use on this terminal
-        table = Table(title=Text(title) if title else None, title_justify='left', box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        table = Table(
+            title=Text(title) if title else None,
+            title_justify='left',
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+        )
         for i, col in enumerate(columns):
             if col.wrap:
                 table.add_column(col.header, justify=col.justify, overflow='fold', ratio=1)
@@ -123,7 +132,10 @@ class Output:
                 width = min(widths[i], room, col.max_width) if col.max_width is not None else widths[i]
                 table.add_column(col.header, justify=col.justify, no_wrap=True, min_width=width)
         for row in rows:
-            cells = [clip(cell, min(room, col.max_width)) if col.max_width is not None else cell for col, cell in zip(columns, row)]
+            cells = [
+                clip(cell, min(room, col.max_width)) if col.max_width is not None else cell
+                for col, cell in zip(columns, row)
+            ]
             table.add_row(*(Text(cell) for cell in cells))  # cells are data, never markup
         self.console.print(table)
 

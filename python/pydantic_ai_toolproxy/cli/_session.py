@@ -21,10 +21,11 @@ def _mcp_toolsets(surface: Surface) -> list[tuple[str, Any]]:
     module = sys.modules.get('pydantic_ai.mcp')
     if module is None:  # nobody built an MCPToolset, so there is none (and its heavy import is skipped)
         return []
-    MCPToolset = module.MCPToolset  # noqa: N806
+    MCPToolset = module.MCPToolset
     found: list[tuple[str, Any]] = []
     for origin, source in surface.all_sources():
         if isinstance(source, AbstractToolset):
+
             def collect(ts: AbstractToolset[Any], origin: str = origin) -> None:
                 if isinstance(ts, MCPToolset):
                     found.append((origin, ts))

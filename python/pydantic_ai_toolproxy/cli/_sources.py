@@ -225,14 +225,18 @@ def _group_entries(value: Any, label: str) -> list[tuple[str, Source, str | None
 
 def _resolve(spec: SourceSpec, value: Any, configs: list[ToolProxyConfig]) -> list[_Part]:
     label = spec.label
-    if isinstance(value, ToolProxyCapability) or isinstance(value, Mapping):
+    if isinstance(value, (ToolProxyCapability, Mapping)):
         if spec.group is not None or spec.description is not None:
-            raise SourceError(f'{label} already names its groups; --group/--description apply to a single toolset or capability')
+            raise SourceError(
+                f'{label} already names its groups; --group/--description apply to a single toolset or capability'
+            )
         if isinstance(value, ToolProxyCapability):
             if spec.presentation == 'direct':
                 raise SourceError(f'{label} is a ToolProxyCapability; it cannot be presented directly')
             configs.append(value.config)
-            entries: list[tuple[str, Source, str | None]] = [(n, g.source, g.description) for n, g in value.groups.items()]
+            entries: list[tuple[str, Source, str | None]] = [
+                (n, g.source, g.description) for n, g in value.groups.items()
+            ]
         else:
             entries = _group_entries(value, label)
         if spec.presentation == 'direct':
@@ -314,7 +318,9 @@ async def build_surface(specs: list[SourceSpec], overrides: Mapping[str, Any] | 
             )
         description = descriptions[0] if descriptions else f'Tools from {", ".join(origins[name])}'
         try:
-            groups[name] = ToolProxyGroup(source=_combine(name, [p.source for p in group_parts]), description=description)
+            groups[name] = ToolProxyGroup(
+                source=_combine(name, [p.source for p in group_parts]), description=description
+            )
         except TypeError as exc:
             raise SourceError(f'group {name!r}: {exc}') from exc
     surface = Surface(groups=groups, group_origins=origins, direct=direct, config=config)

@@ -44,7 +44,7 @@ from ._progress import Progress
 from ._render import Column, Output, num, plural
 from ._sources import Source, Surface
 
-__all__ = ('run_check', 'find_problems')
+__all__ = ('find_problems', 'run_check')
 
 
 def _as_toolset(source: Source) -> AbstractToolset[Any] | None:
@@ -149,17 +149,30 @@ def _search_problems(run: ProbeRun, plan: list[tuple[str, Member]], budget: int)
             if parsed is not None and parsed[1] == member.local_name:
                 continue  # reported as oversized by the browse pass
             first = parsed[1] if parsed is not None else None
-            problems.append(not_first(member.group, member.local_name, first, ', whose entry is too large' if parsed else f': {page}'))
+            problems.append(
+                not_first(
+                    member.group, member.local_name, first, ', whose entry is too large' if parsed else f': {page}'
+                )
+            )
         elif not page['tools'] or page['tools'][0]['tool'] != member.local_name:
-            problems.append(not_first(member.group, member.local_name, page['tools'][0]['tool'] if page['tools'] else None))
+            problems.append(
+                not_first(member.group, member.local_name, page['tools'][0]['tool'] if page['tools'] else None)
+            )
     return problems
 
 
-def _collisions(surface: Surface, members: dict[str, list[Member]], direct: set[str], error: UserError) -> list[Problem]:
+def _collisions(
+    surface: Surface, members: dict[str, list[Member]], direct: set[str], error: UserError
+) -> list[Problem]:
     found = [
-        canonical_collision(m.group, m.local_name, m.canonical) for ms in members.values() for m in ms if m.canonical in direct
+        canonical_collision(m.group, m.local_name, m.canonical)
+        for ms in members.values()
+        for m in ms
+        if m.canonical in direct
     ]
-    found += [control_collision(name) for name in (surface.config.search_name, surface.config.call_name) if name in direct]
+    found += [
+        control_collision(name) for name in (surface.config.search_name, surface.config.call_name) if name in direct
+    ]
     return found or [preparation(None, str(error))]
 
 
@@ -190,7 +203,11 @@ async def find_problems(surface: Surface, progress: Progress) -> tuple[list[Prob
         return problems, {'tools': 0, 'groups': len(surface.groups), 'direct_tools': 0}
     members = grouped_members(capability, searched.snapshot)
     for group_members in members.values():
-        problems += [blank_description(m.group, m.local_name) for m in group_members if not (m.tool_def.description or '').strip()]
+        problems += [
+            blank_description(m.group, m.local_name)
+            for m in group_members
+            if not (m.tool_def.description or '').strip()
+        ]
     problems += _search_problems(searched, plan, surface.config.max_search_bytes)
     direct_tools = 0
     if surface.direct:
@@ -206,7 +223,11 @@ async def find_problems(surface: Surface, progress: Progress) -> tuple[list[Prob
                 )
                 if whole.error is not None:
                     problems += _collisions(surface, members, set(base.snapshot.tools), whole.error)
-    counts = {'tools': unhealthy_tools + sum(len(m) for m in members.values()), 'groups': len(surface.groups), 'direct_tools': direct_tools}
+    counts = {
+        'tools': unhealthy_tools + sum(len(m) for m in members.values()),
+        'groups': len(surface.groups),
+        'direct_tools': direct_tools,
+    }
     return problems, counts
 
 
@@ -226,8 +247,15 @@ async def run_check(surface: Surface, out: Output, progress: Progress, *, strict
     warnings = len(problems) - errors
     status = 1 if errors or (strict and warnings) else 0
     if out.as_json:
-        out.json({**counts, 'max_search_bytes': surface.config.max_search_bytes, 'errors': errors, 'warnings': warnings,
-                  'problems': [p.as_json() for p in problems]})
+        out.json(
+            {
+                **counts,
+                'max_search_bytes': surface.config.max_search_bytes,
+                'errors': errors,
+                'warnings': warnings,
+                'problems': [p.as_json() for p in problems],
+            }
+        )
         return status
     out.line(
         f'Checked {plural(counts["tools"], "grouped tool")} in {plural(counts["groups"], "group")} and '
@@ -235,7 +263,13 @@ async def run_check(surface: Surface, out: Output, progress: Progress, *, strict
     )
     if problems and out.rich:
         out.table(
-            [Column('severity'), Column('problem'), Column('tool'), Column('what is wrong', wrap=True), Column('fix', wrap=True)],
+            [
+                Column('severity'),
+                Column('problem'),
+                Column('tool'),
+                Column('what is wrong', wrap=True),
+                Column('fix', wrap=True),
+            ],
             [[p.severity, p.kind, p.where, p.message, p.fix] for p in problems],
         )
     elif problems:  # plain: one block per problem, its first line `severity kind group/tool` (grep-friendly)
@@ -246,7 +280,10 @@ async def run_check(surface: Surface, out: Output, progress: Progress, *, strict
     counts_text = Counter(p.kind for p in problems)
     summary = ', '.join(f'{n} {kind}' for kind, n in counts_text.items())
     if errors:
-        out.line(f'{plural(errors, "error")}, {plural(warnings, "warning")} ({summary}): this grouping would fail at runtime.', style='bold red')
+        out.line(
+            f'{plural(errors, "error")}, {plural(warnings, "warning")} ({summary}): this grouping would fail at runtime.',
+            style='bold red',
+        )
     elif warnings:
         out.line(f'{plural(warnings, "warning")} ({summary}); nothing would fail.', style='yellow')
     else:

@@ -94,7 +94,8 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
         'direct_tools': baseline.snapshot.offered(),
         'per_request': {'proxy': proxy, 'direct': direct},
         'controls': [
-            {'name': t.name, 'description': t.description, 'parameters_json_schema': t.parameters_json_schema} for t in controls
+            {'name': t.name, 'description': t.description, 'parameters_json_schema': t.parameters_json_schema}
+            for t in controls
         ],
         'instructions': proxied.snapshot.info.instructions or '',
     }
@@ -114,7 +115,9 @@ async def run_inspect(surface: Surface, out: Output, progress: Progress, *, full
     """
     doc = await measure(surface, progress)
     if isinstance(doc, str):
-        out.error(f'the proxy cannot prepare these sources: {doc}\nRun `toolproxy check` to list every problem with its fix.')
+        out.error(
+            f'the proxy cannot prepare these sources: {doc}\nRun `toolproxy check` to list every problem with its fix.'
+        )
         return 1
     if out.as_json:
         out.json(doc)
@@ -158,7 +161,11 @@ def _print(doc: dict[str, Any], out: Output, full: bool) -> None:
             ['total', num(proxy['total_bytes']), num(direct['total_bytes'])],
         ]
     out.table(
-        [Column('bytes added to every model request'), Column('with the proxy', 'right'), Column('every tool directly', 'right')],
+        [
+            Column('bytes added to every model request'),
+            Column('with the proxy', 'right'),
+            Column('every tool directly', 'right'),
+        ],
         rows,
     )
     out.line()
@@ -169,7 +176,9 @@ def _print(doc: dict[str, Any], out: Output, full: bool) -> None:
         saved = direct['total_bytes'] - proxy['total_bytes']
         verb = 'fewer' if saved >= 0 else 'more'
         out.line(f'With the proxy each request carries {share:.2f}% of those bytes ({num(abs(saved))} bytes {verb}).')
-    out.line('Bytes: UTF-8 of each tool definition as compact JSON {name, description, parameters}, and of the instructions text.')
+    out.line(
+        'Bytes: UTF-8 of each tool definition as compact JSON {name, description, parameters}, and of the instructions text.'
+    )
     if full:
         for control in doc['controls']:
             out.line()

@@ -66,7 +66,9 @@ async def run_search(
             calls=lambda snapshot: [(config.search_name, args)] if config.search_name in snapshot.offered() else [],
         )
     if run.error is not None:
-        out.error(f'the proxy cannot prepare these sources: {run.error}\nRun `toolproxy check` to list every problem with its fix.')
+        out.error(
+            f'the proxy cannot prepare these sources: {run.error}\nRun `toolproxy check` to list every problem with its fix.'
+        )
         return 1
     part = run.returns.get('probe-0')
     if part is None:
@@ -91,7 +93,13 @@ async def run_search(
     out.line(f'{config.search_name} {json.dumps(args, ensure_ascii=False)}')
     if page['tools']:
         out.table(
-            [Column('#', 'right'), Column('group'), Column('tool'), Column('bytes', 'right'), Column('description', max_width=64)],
+            [
+                Column('#', 'right'),
+                Column('group'),
+                Column('tool'),
+                Column('bytes', 'right'),
+                Column('description', max_width=64),
+            ],
             [
                 [str(start + i + 1), e['group'], e['tool'], num(entry_size(e)), e['description']]
                 for i, e in enumerate(page['tools'])
@@ -100,11 +108,14 @@ async def run_search(
     else:
         out.line('(no tools on this page)')
     for i, w in enumerate(why):
-        parts = ', '.join(
-            f'{m.token} in {m.field}{" (stem)" if m.via_stem else ""} {m.share:.0%}' for m in w.matches
-        ) or 'no word matched'
+        parts = (
+            ', '.join(f'{m.token} in {m.field}{" (stem)" if m.via_stem else ""} {m.share:.0%}' for m in w.matches)
+            or 'no word matched'
+        )
         head = 'exact name; ' if w.exact else ''
-        out.line(f'{start + i + 1}. {w.group}/{w.tool}: {head}score {w.score:.2f} (coordination {w.coordination:.2f}): {parts}')
+        out.line(
+            f'{start + i + 1}. {w.group}/{w.tool}: {head}score {w.score:.2f} (coordination {w.coordination:.2f}): {parts}'
+        )
     next_offset = page['next_offset']
     out.line(
         f'total {num(page["total"])}, next_offset {"null" if next_offset is None else next_offset}, '
