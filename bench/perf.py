@@ -45,6 +45,7 @@ from bfcl_tools import BfclFunction, load_bfcl_functions, load_bfcl_questions  #
 from loopback_llm import LoopbackServer  # noqa: E402
 from pydantic_ai.tools import ToolDefinition  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
+
 from pydantic_ai_toolproxy import _core  # noqa: E402
 from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
 

@@ -39,6 +39,7 @@ from agent_steps import _timing_own_work, toolsets  # pyright: ignore[reportPriv
 from bfcl_tools import load_bfcl_functions
 from loopback_llm import LoopbackServer
 from perf import corpus
+
 from pydantic_ai_toolproxy import ToolProxyCapability
 from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset

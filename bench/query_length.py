@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'examples'))
 
 from bfcl_tools import load_bfcl_functions
 from perf import corpus, records
+
 from pydantic_ai_toolproxy import _core
 
 LENGTHS = (1_000, 10_000, 100_000)

@@ -82,6 +82,7 @@ class ToolProxySearchRanker(_Local):
 
     def __init__(self, tools: Sequence[Tool], group_descriptions: Mapping[str, str]) -> None:
         from agent_steps import toolsets
+
         from pydantic_ai_toolproxy import (
             ToolProxyCapability,
             ToolProxyConfig,

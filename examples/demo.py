@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bfcl_tools import bfcl_toolsets, load_bfcl_questions  # noqa: E402
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup  # noqa: E402
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'

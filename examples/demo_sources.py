@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bfcl_tools import bfcl_toolsets
 from demo import SEARCH_LIMIT, current_utc_time, make_groups, mcp_source
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig
 
 NOTES_DESCRIPTION = 'Personal notes (add, list, read, delete) and weather forecasts, temperature conversion'

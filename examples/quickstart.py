@@ -4,6 +4,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 

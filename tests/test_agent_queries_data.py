@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from pydantic_ai_toolproxy import _core
 
 BENCH = Path(__file__).resolve().parents[1] / 'bench'

@@ -6,17 +6,16 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import Script, returns
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.exceptions import CallDeferred, UsageLimitExceeded
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, RunContext, Tool, ToolDenied
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from support import CALL, Script, returns
 from tools_fixtures import CALLS, billing_toolset, crm_toolset
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 
 def proxy(**groups: Any) -> ToolProxyCapability[Any]:

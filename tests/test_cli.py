@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Script, last_return
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import tool_return_ta
+from support import Script, last_return
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy.cli import main
 

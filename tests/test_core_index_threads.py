@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+
 from pydantic_ai_toolproxy import _core
 
 BATCH = 16 * 1024  # the binding's conversion batch: more records than this take the threaded path

@@ -7,8 +7,9 @@ import re
 import textwrap
 from typing import Any
 
-import pydantic_ai_toolproxy
 import pytest
+
+import pydantic_ai_toolproxy
 from pydantic_ai_toolproxy import _names
 
 BLOCK = re.compile(r'```python\n(.*?)```', re.S)

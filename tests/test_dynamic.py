@@ -5,15 +5,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from conftest import Script, page_of, returns
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from support import CALL, SEARCH, Script, page_of, returns
 from tools_fixtures import CALLS, crm_toolset
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 
 async def test_member_filtered_out_in_a_later_step_is_not_found_or_callable() -> None:

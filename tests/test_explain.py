@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Script, page_of, returns
 from pydantic_ai import Agent
 from pydantic_ai.toolsets import FunctionToolset
+from support import Script, page_of, returns
+
 from pydantic_ai_toolproxy import SearchExplanation, ToolProxyCapability, ToolProxyGroup
 
 ROOT = Path(__file__).resolve().parent.parent

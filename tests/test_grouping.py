@@ -6,14 +6,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import Script, last_return, page_of, returns
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability, Capability, CombinedCapability, Toolset
 from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from support import CALL, SEARCH, Script, last_return, page_of, returns
 from tools_fixtures import CALLS, billing_toolset, crm_toolset, status
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 
 def proxy(**groups: Any) -> ToolProxyCapability[Any]:

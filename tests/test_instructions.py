@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from conftest import Script, last_return, page_of
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import PrepareTools
 from pydantic_ai.tools import ToolDefinition
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from support import CALL, SEARCH, Script, last_return, page_of
 from tools_fixtures import billing_toolset, crm_toolset
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 
 
 def proxy(config: ToolProxyConfig | None = None) -> ToolProxyCapability[Any]:

@@ -7,15 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Script, last_return, page_of, returns
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import MCP
 from pydantic_ai.mcp import MCPToolset
+from support import CALL, SEARCH, Script, last_return, page_of, returns
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 SERVER = Path(__file__).resolve().parent.parent / 'examples' / 'mcp_server.py'
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 
 
 def transport() -> StdioTransport:

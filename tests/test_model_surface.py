@@ -13,7 +13,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from conftest import Script, last_return, page_of, returns
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import PrefixTools
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded, UserError
@@ -22,12 +21,13 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
+from support import CALL, SEARCH, Script, last_return, page_of, returns
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
 from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
 
 pytestmark = pytest.mark.anyio
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 BOUND = MAX_MESSAGE_CHARS * 4  # UTF-8 bytes of a bounded message, at most
 RAN: list[str] = []
 

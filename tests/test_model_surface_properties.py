@@ -20,17 +20,17 @@ import asyncio
 import json
 from typing import Any
 
-from conftest import returns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
+from support import CALL, SEARCH, returns
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 BUDGET = 2_048
 TOOLS = {'crm': ['customer_name', 'update_email'], 'ops': ['restart', '_purge'], 'ops_': ['purge_all']}
 RAN: list[tuple[str, str]] = []

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import page_of
 from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.exceptions import UserError
@@ -38,10 +37,11 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 from pydantic_core import SchemaValidator, core_schema
+from support import CALL, SEARCH, page_of
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+
 HOSTILE_SERVER = Path(__file__).resolve().parent / 'hostile_mcp_server.py'
 
 

@@ -32,11 +32,12 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai.usage import UsageLimits
+from pydantic_core import SchemaValidator, core_schema
+from support import CALL, SEARCH
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 from pydantic_ai_toolproxy._directory import Directory
-from pydantic_core import SchemaValidator, core_schema
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 RUNS = int(os.environ.get('TOOLPROXY_LOAD_RUNS', '200'))
 SOAK_STEPS = int(os.environ.get('TOOLPROXY_SOAK_STEPS', '600'))
 SOAK_TOOLS = int(os.environ.get('TOOLPROXY_SOAK_TOOLS', '2000'))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pydantic_ai_toolproxy._same import same_value
 
 

@@ -6,15 +6,14 @@ import json
 from typing import Any
 
 import pytest
-from conftest import Script, last_return, page_of, returns
 from pydantic_ai import Agent
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from support import SEARCH, Script, last_return, page_of, returns
 from tools_fixtures import billing_toolset, crm_toolset
 
-SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 
 
 def make_tool(name: str, description: str, n_params: int = 1, pad: int = 0) -> Tool[Any]:

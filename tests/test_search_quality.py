@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Script, page_of, returns
 from pydantic_ai import Agent
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
+from support import Script, page_of, returns
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
 
 SEARCH = 'search_proxy_tools'

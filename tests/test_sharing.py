@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from conftest import Script, last_return, page_of, returns
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
+from support import Script, last_return, page_of, returns
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 SEARCH = 'search_proxy_tools'

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Script
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from support import Script
 from tools_fixtures import crm_toolset
+
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 
 
 def group(source: Any = None, description: str = 'Customer records') -> ToolProxyGroup[Any]:

@@ -14,6 +14,7 @@ from pydantic_ai.capabilities import HandleDeferredToolCalls
 from pydantic_ai.exceptions import CallDeferred
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.toolsets import FunctionToolset
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 CALLED: list[str] = []

@@ -12,6 +12,7 @@ from a13n_harness.capabilities import CodeActCapability
 from a13n_harness.toolsets import CodeActPolicyToolset, CodeActToolPolicy
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from pydantic_ai.toolsets import FunctionToolset
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 CALLED: list[str] = []

@@ -17,6 +17,7 @@ from conftest import KnowledgeServer
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from kb_mcp_server import INSTRUCTIONS
 from pydantic_ai.exceptions import UserError
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, ToolProxyPlan, ToolProxySelection
 
 

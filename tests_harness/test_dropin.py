@@ -9,6 +9,7 @@ from a13n_harness import AgentSpec, DefinitionError, HarnessBuilder
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns, text_of
 from pydantic_ai.capabilities import CapabilityOrdering, Toolset
 from pydantic_ai.toolsets import FunctionToolset
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 SOURCE_INSTRUCTIONS = 'Use numeric customer IDs, not display names.'

@@ -10,6 +10,7 @@ from a13n_harness import AbstractHarnessPlugin, AgentContext, AgentSpec, Harness
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from pydantic_ai.capabilities import AbstractCapability, Toolset
 from pydantic_ai.toolsets import FunctionToolset
+
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 
 # --- the spec's example, verbatim (imports of ToolProxyCapability/ToolProxyGroup come from our package) ---

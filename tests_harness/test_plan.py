@@ -21,6 +21,7 @@ from a13n_harness.capabilities import CodeActCapability
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from pydantic_ai.capabilities import AbstractCapability, Toolset
 from pydantic_ai.toolsets import FunctionToolset
+
 from pydantic_ai_toolproxy import (
     ToolProxyCapability,
     ToolProxyConfig,
