@@ -1,0 +1,78 @@
+"""Helpers the tests share: the control names, a scripted `FunctionModel` that plays tool calls turn by turn and
+records what it saw, and readers of the tool returns a model received.
+
+Tests import these with `from support import ...` (the tests folder is on `sys.path` through pytest's rootdir
+conftest); `conftest.py` holds only fixtures and the test-tier options.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from pydantic_ai_toolproxy import ToolProxyConfig
+
+SEARCH: str = ToolProxyConfig().search_name
+"""The discovery control's default name (`search_proxy_tools`)."""
+CALL: str = ToolProxyConfig().call_name
+"""The call control's default name (`call_proxy_tool`)."""
+
+Call = tuple[str, dict[str, Any]]
+Turn = Sequence[Call] | str | Callable[[list[ModelMessage], AgentInfo], 'Sequence[Call] | str']
+
+
+@dataclass
+class Script:
+    """Plays `turns` in order: a list of `(tool_name, args)` calls, a final text, or a callable returning either.
+
+    Records each request's `AgentInfo` in `infos` so tests can assert what the model was offered.
+    After the last turn it answers 'done'.
+    """
+
+    turns: list[Turn]
+    infos: list[AgentInfo] = field(default_factory=list)
+    _n: int = 0
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.infos.append(info)
+        turn: Any = self.turns[self._n] if self._n < len(self.turns) else 'done'
+        self._n += 1
+        if callable(turn):
+            turn = turn(messages, info)
+        if isinstance(turn, str):
+            return ModelResponse(parts=[TextPart(turn)])
+        return ModelResponse(
+            parts=[ToolCallPart(name, args, tool_call_id=f'call_{self._n}_{i}') for i, (name, args) in enumerate(turn)]
+        )
+
+    @property
+    def model(self) -> FunctionModel:
+        return FunctionModel(self)
+
+    def offered(self, step: int = 0) -> list[str]:
+        """Names of the function tools offered in request `step`."""
+        return [t.name for t in self.infos[step].function_tools]
+
+    def tool_def(self, name: str, step: int = 0) -> Any:
+        return next(t for t in self.infos[step].function_tools if t.name == name)
+
+
+def returns(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
+    """Every tool return part in a message history, in order."""
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
+
+
+def last_return(messages: Sequence[ModelMessage], name: str | None = None) -> ToolReturnPart:
+    parts = [p for p in returns(messages) if name is None or p.tool_name == name]
+    assert parts, f'no tool return for {name!r}'
+    return parts[-1]
+
+
+def page_of(part: ToolReturnPart) -> dict[str, Any]:
+    """The search page exactly as the model received it."""
+    return json.loads(part.model_response_str())
