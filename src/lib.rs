@@ -7,7 +7,7 @@
 //! * [`names`]: group-name, description, tool-name and configuration validation, canonical names.
 //! * [`tokenize`]: the one tokenizer used for indexed records and for queries.
 //! * [`terms`]: index terms of tokens (English stemming) and query weights of function words.
-//! * [`index`]: the incremental inverted index with BM25F-style ranking.
+//! * [`index`]: the incremental inverted index with BM25F ranking.
 //! * [`page`]: byte-exact planning of budgeted search-result pages.
 
 use std::fmt;

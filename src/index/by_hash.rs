@@ -1,92 +1,67 @@
 //! Documents by a name (a record's key, or its case-folded tool name for exact-name matches).
 //!
-//! Keyed by a 64-bit hash of the name rather than the name itself, with the first document
-//! stored inline: at 100,000 tools this saves heap allocations and tens of bytes per tool over a
-//! map of owned names (or shared name pointers) to vectors. A hash can collide, so
-//! [`DocsByHash::get`] returns candidates that the caller checks against the documents' own names.
+//! A multimap keyed by a 64-bit hash of the name rather than the name itself: one
+//! `hashbrown::HashTable` entry of 12 bytes per `(name hash, document)`, with no allocation per
+//! name. A hash can collide, so [`DocsByHash::get`] yields candidates that the caller checks
+//! against the documents' own names.
 
 use std::hash::BuildHasher;
 
-use super::{FastState, FxMap};
+use hashbrown::HashTable;
 
-/// The documents sharing one name hash (almost always one). 16 bytes: the boxed slice's pointer
-/// niche tells the variants apart.
-#[derive(Debug)]
-enum Docs {
-    One(u32),
-    Many(Box<[u32]>),
+use super::FoldHashState;
+
+/// One document under one name hash (12 bytes: packed to the alignment of `u32`).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, packed(4))]
+struct Entry {
+    hash: u64,
+    doc: u32,
 }
 
 /// Name -> documents, by hash (see the module docs).
 #[derive(Debug, Default)]
 pub(super) struct DocsByHash {
-    map: FxMap<u64, Docs>,
+    table: HashTable<Entry>,
+}
+
+fn hash(name: &str) -> u64 {
+    FoldHashState::default().hash_one(name)
 }
 
 impl DocsByHash {
-    fn key(name: &str) -> u64 {
-        FastState::default().hash_one(name)
-    }
-
     /// Records `doc` under `name`.
     pub(super) fn insert(&mut self, name: &str, doc: u32) {
-        let key = Self::key(name);
-        match self.map.get_mut(&key) {
-            None => {
-                self.map.insert(key, Docs::One(doc));
-            }
-            Some(Docs::One(first)) => {
-                let first = *first;
-                self.map.insert(key, Docs::Many(Box::new([first, doc])));
-            }
-            Some(Docs::Many(docs)) => {
-                let mut grown = std::mem::take(docs).into_vec();
-                grown.push(doc);
-                *docs = grown.into_boxed_slice();
-            }
-        }
+        let hash = hash(name);
+        self.table
+            .insert_unique(hash, Entry { hash, doc }, |entry| entry.hash);
     }
 
     /// Forgets `doc` under `name`.
     pub(super) fn remove(&mut self, name: &str, doc: u32) {
-        let key = Self::key(name);
-        match self.map.get_mut(&key) {
-            Some(Docs::One(only)) if *only == doc => {
-                self.map.remove(&key);
-            }
-            Some(Docs::Many(docs)) => {
-                let kept: Box<[u32]> = docs.iter().copied().filter(|&d| d != doc).collect();
-                match kept[..] {
-                    [] => {
-                        self.map.remove(&key);
-                    }
-                    [only] => {
-                        self.map.insert(key, Docs::One(only));
-                    }
-                    _ => *docs = kept,
-                }
-            }
-            _ => {}
+        let hash = hash(name);
+        if let Ok(entry) = self
+            .table
+            .find_entry(hash, |entry| entry.hash == hash && entry.doc == doc)
+        {
+            entry.remove();
         }
     }
 
     /// The documents recorded under `name`, plus (rarely) some under another name with the
-    /// same hash.
-    pub(super) fn get(&self, name: &str) -> &[u32] {
-        match self.map.get(&Self::key(name)) {
-            None => &[],
-            Some(Docs::One(doc)) => std::slice::from_ref(doc),
-            Some(Docs::Many(docs)) => docs,
-        }
+    /// same hash, in no particular order.
+    pub(super) fn get(&self, name: &str) -> impl Iterator<Item = u32> + '_ {
+        let hash = hash(name);
+        self.table
+            .iter_hash(hash)
+            .filter(move |entry| entry.hash == hash)
+            .map(|entry| entry.doc)
     }
 
     /// Renumbers documents after compaction (`remap[old]` is the new id of every recorded one).
     pub(super) fn remap(&mut self, remap: &[u32]) {
-        for docs in self.map.values_mut() {
-            match docs {
-                Docs::One(doc) => *doc = remap[*doc as usize],
-                Docs::Many(docs) => docs.iter_mut().for_each(|doc| *doc = remap[*doc as usize]),
-            }
+        for entry in &mut self.table {
+            entry.doc = remap[entry.doc as usize];
         }
     }
 }
@@ -95,22 +70,28 @@ impl DocsByHash {
 mod tests {
     use super::*;
 
+    fn docs(names: &DocsByHash, name: &str) -> Vec<u32> {
+        let mut docs: Vec<u32> = names.get(name).collect();
+        docs.sort_unstable();
+        docs
+    }
+
     #[test]
     fn one_and_many_documents_per_name() {
-        assert_eq!(std::mem::size_of::<Docs>(), 16);
+        assert_eq!(std::mem::size_of::<Entry>(), 12);
         let mut names = DocsByHash::default();
         names.insert("get_weather", 1);
         names.insert("send", 2);
         names.insert("send", 5);
-        assert_eq!(names.get("get_weather"), [1]);
-        assert_eq!(names.get("send"), [2, 5]);
-        assert!(names.get("missing").is_empty());
+        assert_eq!(docs(&names, "get_weather"), [1]);
+        assert_eq!(docs(&names, "send"), [2, 5]);
+        assert!(docs(&names, "missing").is_empty());
         names.remove("send", 2);
-        assert_eq!(names.get("send"), [5]);
+        assert_eq!(docs(&names, "send"), [5]);
         names.remove("send", 9); // unknown: ignored
         names.remove("send", 5);
-        assert!(names.get("send").is_empty());
+        assert!(docs(&names, "send").is_empty());
         names.remap(&[0, 0]);
-        assert_eq!(names.get("get_weather"), [0]);
+        assert_eq!(docs(&names, "get_weather"), [0]);
     }
 }

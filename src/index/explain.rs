@@ -1,17 +1,21 @@
 //! Why a tool ranked where it did: each query token's gain, split by the field it matched in,
 //! the group description's gain, and the coordination factor (Lucene's `explain`, for BM25F).
 //!
-//! The explanation recomputes a document's score the way [`super::ranking`] computes it (the
+//! The explanation recomputes a document's score the way [`super::maxscore`] computes it (the
 //! same BM25F gains, the larger of a token's own term and its stem class, optional function
 //! words only beside a found token, the group gain and the coordination factor), so
 //! `Explanation::score` is the score the document was ranked by.
 
 use std::sync::Arc;
 
+use super::analysis::QueryToken;
+use super::bm25f::{
+    coordination, DESCRIPTION, FIELDS, GROUP, NAME, PARAMETER_NAMES, PARAMETER_TEXT,
+};
 use super::group_text::GROUP_TEXT_COORDINATION;
-use super::ranking::{QueryToken, Scorer};
-use super::{Posting, SearchIndex, COVERAGE_BOOST, DESCRIPTION, FIELDS, GROUP, NAME};
-use super::{PARAMETER_NAMES, PARAMETER_TEXT};
+use super::postings::find;
+use super::scorer::Scorer;
+use super::SearchIndex;
 
 /// Field names, by field index, as an explanation shows them.
 const FIELD_NAMES: [&str; FIELDS] = {
@@ -55,37 +59,27 @@ pub struct Explanation {
     pub matches: Vec<TermMatch>,
 }
 
-fn find(postings: &[Posting], doc: u32) -> Option<Posting> {
-    postings
-        .binary_search_by_key(&doc, |posting| posting.doc)
-        .ok()
-        .map(|at| postings[at])
-}
-
 impl SearchIndex {
     /// Explains the score of the live document `key` for `query` (see [`Self::search`]), or
     /// `None` for an unknown key. A document outside the selected `groups` is explained as if
     /// selected.
     pub fn explain(&self, query: &str, groups: Option<&[&str]>, key: &str) -> Option<Explanation> {
-        let doc =
-            self.by_key.get(key).iter().copied().find(|&doc| {
-                self.alive[doc as usize] && self.docs[doc as usize].name.key() == key
-            })?;
+        let doc = self.doc_of(key)?;
         let allowed = self.allowed_groups(groups);
         let scorer = Scorer::new(self, allowed.as_deref());
         let tokens = self.query_tokens(query);
         let exact = self.exact_matches(query, None).contains(&doc);
         let mut matches = Vec::new();
-        let mut finding = (0.0f32, 0.0f32);
+        let mut content = (0.0f32, 0.0f32);
         for token in tokens.iter().filter(|token| !token.optional) {
             if let Some((gain, tf, via_stem)) = self.best_gain(&scorer, token, doc) {
-                finding.0 += token.weight * gain;
-                finding.1 += token.weight;
+                content.0 += token.weight * gain;
+                content.1 += token.weight;
                 push_shares(&mut matches, &scorer, doc, token, gain, tf, via_stem);
             }
         }
         let mut optional = (0.0f32, 0.0f32);
-        if finding.1 > 0.0 || exact {
+        if content.1 > 0.0 || exact {
             for token in tokens.iter().filter(|token| token.optional) {
                 let Some(term) = token.term else { continue };
                 let list = scorer.postings(term);
@@ -113,9 +107,9 @@ impl SearchIndex {
             }
         });
         let query_tokens = tokens.len().max(1) as f32;
-        let matched = (finding.1 + optional.1 + group_matched).min(query_tokens);
-        let coordination = 1.0 + COVERAGE_BOOST * matched / query_tokens;
-        let sum = finding.0 + optional.0 + group_gain;
+        let matched = (content.1 + optional.1 + group_matched).min(query_tokens);
+        let coordination = coordination(matched, query_tokens);
+        let sum = content.0 + optional.0 + group_gain;
         Some(Explanation {
             key: Arc::from(key),
             exact,
@@ -125,7 +119,7 @@ impl SearchIndex {
         })
     }
 
-    /// A finding token's gain on `doc`: the larger of its own term's and its stem class's (as the
+    /// A content token's gain on `doc`: the larger of its own term's and its stem class's (as the
     /// ranking takes it), with the term frequencies it came from and whether the class won.
     fn best_gain(
         &self,

@@ -15,7 +15,8 @@
 
 use std::sync::Arc;
 
-use super::{FxMap, FxSet, K1};
+use super::bm25f::{lucene_idf, saturated_gain};
+use super::{FoldHashMap, FoldHashSet, SearchIndex};
 use crate::terms::{is_stopword, term};
 use crate::tokenize::for_each_token;
 
@@ -28,7 +29,7 @@ pub(super) const GROUP_TEXT_COORDINATION: f32 = 0.5;
 const GROUP_TEXT_LENGTH_NORMALIZATION: f32 = 0.5;
 /// Tokens of one description that are indexed (a description is at most 512 characters).
 const MAX_GROUP_TEXT_TOKENS: usize = 256;
-/// Distinct query stems looked up in group descriptions (a query is at most 4 KiB from a model;
+/// Distinct query stems looked up in group descriptions (a query is at most `MAX_QUERY_BYTES` from a model;
 /// past this many the rest of a longer one adds no group gain).
 const MAX_QUERY_STEMS: usize = 1024;
 
@@ -36,9 +37,9 @@ const MAX_QUERY_STEMS: usize = 1024;
 #[derive(Debug, Default)]
 pub(super) struct GroupTexts {
     /// Stem -> `(group name, term frequency)` of every group whose description holds it.
-    postings: FxMap<Box<str>, Vec<(Arc<str>, u16)>>,
+    postings: FoldHashMap<Box<str>, Vec<(Arc<str>, u16)>>,
     /// Group name -> its description's token count.
-    lengths: FxMap<Arc<str>, u16>,
+    lengths: FoldHashMap<Arc<str>, u16>,
 }
 
 impl GroupTexts {
@@ -55,7 +56,7 @@ impl GroupTexts {
             !groups.is_empty()
         });
         self.lengths.remove(group);
-        let mut tfs: FxMap<String, u16> = FxMap::default();
+        let mut tfs: FoldHashMap<String, u16> = FoldHashMap::default();
         let mut length = 0usize;
         for_each_token(text, |token| {
             if length >= MAX_GROUP_TEXT_TOKENS {
@@ -103,7 +104,7 @@ impl GroupTexts {
         let average =
             self.lengths.values().map(|&l| f32::from(l)).sum::<f32>() / self.lengths.len() as f32;
         let b = GROUP_TEXT_LENGTH_NORMALIZATION;
-        let mut seen: FxSet<String> = FxSet::default();
+        let mut seen: FoldHashSet<String> = FoldHashSet::default();
         for_each_token(query, |token| {
             if is_stopword(token) || seen.len() >= MAX_QUERY_STEMS {
                 return;
@@ -129,13 +130,59 @@ impl GroupTexts {
                 .sum::<usize>()
                 + doc_df(token);
             let df = df.min(live) as f32;
-            let idf = (1.0 + (live as f32 - df + 0.5) / (df + 0.5)).ln();
+            let idf = lucene_idf(live as f32, df);
             for (id, name, tf) in with_ids {
                 let length = self.lengths.get(name).map_or(average, |&l| f32::from(l));
                 let norm = (1.0 - b) + b * length / average.max(1.0);
                 let x = GROUP_TEXT_WEIGHT * f32::from(tf) / norm.max(1e-3);
-                found(id, token, idf * x * (K1 + 1.0) / (x + K1));
+                found(id, token, saturated_gain(idf, x));
             }
         });
+    }
+}
+
+impl SearchIndex {
+    /// Calls `found(group id, token, gain)` for each query token found in a group's description.
+    pub(super) fn each_group_gain(&self, query: &str, found: impl FnMut(u32, &str, f32)) {
+        self.group_texts.each_gain(
+            query,
+            |name| {
+                self.group_ids
+                    .get(name)
+                    .copied()
+                    .filter(|&id| !self.groups[id as usize].members.is_empty())
+            },
+            |id| self.groups[id as usize].members.len(),
+            |token| {
+                self.terms
+                    .get(token)
+                    .map_or(0, |term| self.postings[term as usize].as_slice().len())
+            },
+            self.live,
+            found,
+        );
+    }
+
+    /// The group gain of each group for `query` (see the module docs), by group id; empty when no
+    /// group description matches.
+    /// `[gain, matched]`: the summed gains, and `GROUP_TEXT_COORDINATION` per matched token
+    /// toward the members' coordination factor.
+    pub(super) fn group_gains(&self, query: &str) -> Vec<[f32; 2]> {
+        if self.group_texts.is_empty() {
+            return Vec::new();
+        }
+        let mut gains = vec![[0.0f32; 2]; self.groups.len()];
+        let mut any = false;
+        self.each_group_gain(query, |id, _, gain| {
+            let [total, matched] = &mut gains[id as usize];
+            *total += gain;
+            *matched += GROUP_TEXT_COORDINATION;
+            any = true;
+        });
+        if any {
+            gains
+        } else {
+            Vec::new()
+        }
     }
 }

@@ -1,0 +1,199 @@
+//! Query analysis: from a query's text to its distinct tokens (function words, stem classes,
+//! synonyms, compounds), its exact name matches, and browsing for a query with nothing to look
+//! for.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use super::storage::Group;
+use super::{FoldHashMap, FoldHashSet, SearchIndex};
+use crate::names::CANONICAL_SEPARATOR;
+use crate::terms::is_stopword;
+use crate::tokenize::for_each_token;
+
+/// Query weight of an English function word, relative to other tokens.
+pub(super) const STOPWORD_WEIGHT: f32 = 0.3;
+/// Adjacent word pairs of a query looked up as compounds (`file system` -> `filesystem`).
+const MAX_COMPOUND_PAIRS: usize = 1024;
+
+/// One distinct token of a query, resolved against the term dictionary.
+#[derive(Debug)]
+pub(super) struct QueryToken<'a> {
+    /// The token as the tokenizer produced it (for explanations).
+    pub(super) text: Box<str>,
+    /// The token's own term, if indexed.
+    pub(super) term: Option<u32>,
+    /// The terms sharing its stem, and those of its synonyms' stems (`crate::synonyms`), sorted;
+    /// empty if none is indexed.
+    pub(super) class: Cow<'a, [u32]>,
+    /// 1, or [`STOPWORD_WEIGHT`] for an English function word.
+    pub(super) weight: f32,
+    /// A function word in a query with other indexed tokens: it scores the documents the other
+    /// tokens find (by its own term only) and finds none itself.
+    pub(super) optional: bool,
+}
+
+impl QueryToken<'_> {
+    /// Whether other terms of its stem are indexed (its gain is then the larger of two).
+    pub(super) fn has_variants(&self) -> bool {
+        self.class.iter().any(|&member| Some(member) != self.term)
+    }
+}
+
+/// Whether a query has nothing to look for (no alphanumeric character): it browses when no
+/// exact name matches either.
+pub(super) fn nothing_to_find(query: &str) -> bool {
+    !query.chars().any(char::is_alphanumeric)
+}
+
+impl SearchIndex {
+    /// The query's distinct tokens, resolved against the term dictionary, in query order:
+    /// English function words are optional (they score only what the other tokens find) unless no
+    /// other token can find a document.
+    pub(super) fn query_tokens(&self, query: &str) -> Vec<QueryToken<'_>> {
+        // The query's tokens in order (repeats included), then each distinct one.
+        let mut sequence: Vec<String> = Vec::new();
+        for_each_token(query, |token| sequence.push(token.to_owned()));
+        // Compounds: two adjacent words whose concatenation is an indexed term ("file system" and
+        // `filesystem`) join that term to both words' classes.
+        let mut compounds: FoldHashMap<&str, Vec<u32>> = FoldHashMap::default();
+        for pair in sequence.windows(2).take(MAX_COMPOUND_PAIRS) {
+            let (first, second) = (pair[0].as_str(), pair[1].as_str());
+            if is_stopword(first)
+                || is_stopword(second)
+                || !first
+                    .bytes()
+                    .chain(second.bytes())
+                    .all(|b| b.is_ascii_alphanumeric())
+            {
+                continue;
+            }
+            if let Some(term) = self.terms.get(&format!("{first}{second}")) {
+                compounds.entry(first).or_default().push(term);
+                compounds.entry(second).or_default().push(term);
+            }
+        }
+        let mut distinct: FoldHashSet<&str> = FoldHashSet::default();
+        let mut tokens: Vec<QueryToken<'_>> = Vec::new();
+        for token in &sequence {
+            if !distinct.insert(token.as_str()) {
+                continue;
+            }
+            let term = self.terms.get(token);
+            let stopword = is_stopword(token);
+            let extra = compounds.get(token.as_str()).map_or(&[][..], Vec::as_slice);
+            tokens.push(QueryToken {
+                text: Box::from(token.as_str()),
+                term,
+                class: self.class_with_synonyms(token, term, extra),
+                weight: if stopword { STOPWORD_WEIGHT } else { 1.0 },
+                optional: stopword,
+            });
+        }
+        // Function words are optional only beside a token that can find documents.
+        let findable = |token: &QueryToken<'_>| token.term.is_some() || !token.class.is_empty();
+        if !tokens
+            .iter()
+            .any(|token| !token.optional && findable(token))
+        {
+            for token in &mut tokens {
+                token.optional = false;
+            }
+        }
+        tokens
+    }
+
+    /// The stem class of `token` (see [`crate::terms::Dictionary::stem_class`]), joined with the stem classes
+    /// of its synonyms ([`crate::synonyms`]) and with `extra` terms (compounds it is part of).
+    fn class_with_synonyms(&self, token: &str, term: Option<u32>, extra: &[u32]) -> Cow<'_, [u32]> {
+        let own = self.terms.stem_class(token, term);
+        let synonyms = crate::synonyms::synonyms(token);
+        if synonyms.is_empty() && extra.is_empty() {
+            return Cow::Borrowed(own);
+        }
+        let mut union: Vec<u32> = own.to_vec();
+        union.extend(term);
+        union.extend_from_slice(extra);
+        for stem in synonyms {
+            union.extend_from_slice(self.terms.stem_members(stem));
+        }
+        union.sort_unstable();
+        union.dedup();
+        if union.len() == own.len() {
+            Cow::Borrowed(own)
+        } else {
+            Cow::Owned(union)
+        }
+    }
+
+    pub(super) fn browse(
+        &self,
+        allowed: Option<&[bool]>,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<Arc<str>>) {
+        let selected: Vec<&Group> = self
+            .group_ids
+            .values()
+            .filter(|&&id| allowed.is_none_or(|allowed| allowed[id as usize]))
+            .map(|&id| &self.groups[id as usize])
+            .collect();
+        let total = selected.iter().map(|group| group.members.len()).sum();
+        let mut skip = offset;
+        let mut keys = Vec::new();
+        for group in selected {
+            if keys.len() >= limit {
+                break;
+            }
+            if skip >= group.members.len() {
+                skip -= group.members.len();
+                continue;
+            }
+            let wanted = limit - keys.len();
+            keys.extend(
+                group
+                    .members
+                    .keys()
+                    .skip(skip)
+                    .take(wanted)
+                    .map(|name| Arc::from(name.0.key())),
+            );
+            skip = 0;
+        }
+        (total, keys)
+    }
+
+    /// The selectable documents whose tool name (or canonical `group__tool` name) equals the
+    /// trimmed query, ignoring case, in document order.
+    pub(super) fn exact_matches(&self, query: &str, allowed: Option<&[bool]>) -> Vec<u32> {
+        let selectable = |doc: u32| {
+            let index = doc as usize;
+            self.alive[index]
+                && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
+        };
+        let folded = query.trim().to_lowercase();
+        // Candidates by name hash, checked against the documents' own (folded) tool names.
+        let named = |doc: &u32, folded: &str| {
+            let tool = self.docs[*doc as usize].name.tool();
+            tool.eq_ignore_ascii_case(folded) || (!tool.is_ascii() && tool.to_lowercase() == folded)
+        };
+        let mut exact: Vec<u32> = self
+            .by_tool_folded
+            .get(&folded)
+            .filter(|doc| named(doc, &folded))
+            .collect();
+        if let Some((group, tool)) = folded.split_once(CANONICAL_SEPARATOR) {
+            let in_group = |doc: &u32| {
+                let name = &self.groups[self.doc_group[*doc as usize] as usize].name;
+                name.eq_ignore_ascii_case(group)
+                    || (!name.is_ascii() && name.to_lowercase() == group)
+            };
+            let docs = self.by_tool_folded.get(tool);
+            exact.extend(docs.filter(|doc| named(doc, tool) && in_group(doc)));
+        }
+        exact.retain(|&doc| selectable(doc));
+        exact.sort_unstable();
+        exact.dedup();
+        exact
+    }
+}

@@ -1,0 +1,622 @@
+//! Query execution in the manner of `MaxScore` (Turtle and Flood): the requested window is computed
+//! without scoring every document that some query token matches.
+//!
+//! The score of a document is defined in [`super::bm25f`]. Execution:
+//!
+//! 1. The *content tokens* (those that find documents, not the optional function words) are taken
+//!    in order of their *upper bound*, the most one token can add to a score:
+//!    `weight * (K1 + 1) * idf`, with the highest `idf` of its own term or of any term of its stem
+//!    class.
+//! 2. Each is scored over its whole posting list into per-document accumulators
+//!    ([`super::scorer`]). Before a token whose remaining lists are long, the `keep`-th best score
+//!    so far (`threshold`) is compared with the most any document could reach from the remaining
+//!    tokens alone; when that is lower, no document they alone match can enter the window. The
+//!    tokens scored so far are the *essential* ones, the remaining ones *non-essential*: these
+//!    still count their documents into `total` (a bitmap union, no scoring), and they score only
+//!    the *candidates*.
+//! 3. Optional tokens whose lists are short are then scanned once, adding to the documents
+//!    already found (and the exact name matches); the threshold is recomputed with them.
+//! 4. Candidates are the scored documents (and exact name matches) whose score plus the upper
+//!    bounds of the non-essential tokens and of the common optional tokens can still reach
+//!    `threshold`; the others are known to rank below at least `keep` documents. Those tokens
+//!    score only the candidates, by galloping search in their posting lists (sorted by document).
+//! 5. The candidates go through the top-k collector ([`super::collector`]).
+//!
+//! Every document that can reach the window therefore gets its exact score, added in the same
+//! order as without pruning (content tokens and optional tokens in separate accumulators, each
+//! in a fixed token order), so the pruning never changes a ranking: the
+//! `pruning_never_changes_the_window` test checks this against scoring without it.
+
+use super::analysis::QueryToken;
+use super::bm25f::coordination;
+use super::collector::{ScoredDoc, TopK};
+use super::scorer::{combined, Planned, Scorer, Scratch, SCORE_SCRATCH};
+use super::SearchIndex;
+
+#[cfg(test)]
+thread_local! {
+    /// Queries that had non-essential tokens / a threshold on this thread (tests check pruning ran).
+    pub(super) static PRUNED: std::cell::Cell<[usize; 2]> = const { std::cell::Cell::new([0; 2]) };
+}
+
+/// Relative margin of the pruning tests, so float rounding can never prune a document that ties.
+const PRUNE_MARGIN: f32 = 1e-4;
+/// An optional token is scanned when its list holds at most 1 / `SCAN_FRACTION` of the documents.
+const SCAN_FRACTION: usize = 8;
+/// Most threshold computations per query (each costs a pass over the scored documents).
+const MAX_THRESHOLD_CHECKS: usize = 4;
+
+/// The query's tokens in execution order, with the sums of their upper bounds.
+struct QueryPlan<'q, 'a> {
+    /// Content tokens by upper bound, highest first (a stable sort: ties keep query order).
+    content: Vec<Planned<'q, 'a>>,
+    /// Optional tokens with short lists: scanned once the essential tokens are scored.
+    scanned: Vec<Planned<'q, 'a>>,
+    /// The common optional tokens (`the`, `a`): looked up for the candidates only.
+    looked_up: Vec<Planned<'q, 'a>>,
+    /// `suffix[at]`: what the content tokens from `at` on can add (upper bound, weight) and how
+    /// many postings they hold. Computed once, so a query of `n` distinct tokens costs O(n) here,
+    /// not O(n^2).
+    suffix: Vec<(f32, f32, usize)>,
+    /// Summed upper bounds and weights of `scanned` and of `looked_up`.
+    scanned_sum: (f32, f32),
+    looked_up_sum: (f32, f32),
+    /// Number of distinct query tokens (at least 1), the denominator of the coordination factor.
+    query_tokens: f32,
+}
+
+impl<'q, 'a> QueryPlan<'q, 'a> {
+    fn new(scorer: &Scorer<'_>, tokens: &'q [QueryToken<'a>], live: usize) -> Self {
+        let mut content: Vec<Planned<'q, 'a>> = tokens
+            .iter()
+            .filter(|token| !token.optional)
+            .map(|token| scorer.plan(token, true))
+            .collect();
+        content.sort_by(|a, b| b.bound.total_cmp(&a.bound));
+        // The split of the optional tokens depends on the index alone, so the optional gains
+        // always add up in the same order.
+        let (scanned, looked_up): (Vec<Planned<'q, 'a>>, Vec<Planned<'q, 'a>>) = tokens
+            .iter()
+            .filter(|token| token.optional && token.term.is_some())
+            .map(|token| scorer.plan(token, false))
+            .partition(|planned| planned.postings * SCAN_FRACTION <= live);
+        let sums = |planned: &[Planned<'_, '_>]| {
+            (
+                planned.iter().map(|p| p.bound).sum::<f32>(),
+                planned.iter().map(|p| p.token.weight).sum::<f32>(),
+            )
+        };
+        let mut suffix = vec![(0.0f32, 0.0f32, 0usize); content.len() + 1];
+        for at in (0..content.len()).rev() {
+            let (bound, weight, postings) = suffix[at + 1];
+            let planned = &content[at];
+            suffix[at] = (
+                bound + planned.bound,
+                weight + planned.token.weight,
+                postings + planned.postings,
+            );
+        }
+        Self {
+            scanned_sum: sums(&scanned),
+            looked_up_sum: sums(&looked_up),
+            content,
+            scanned,
+            looked_up,
+            suffix,
+            query_tokens: tokens.len().max(1) as f32,
+        }
+    }
+
+    /// What the content tokens from `from` on and the optional tokens still to score can add
+    /// (upper bound, weight).
+    fn rest(&self, from: usize, scanned_too: bool) -> (f32, f32) {
+        let (bound, weight, _) = self.suffix[from];
+        let (extra_bound, extra_weight) = if scanned_too {
+            self.scanned_sum
+        } else {
+            (0.0, 0.0)
+        };
+        (
+            bound + self.looked_up_sum.0 + extra_bound,
+            weight + self.looked_up_sum.1 + extra_weight,
+        )
+    }
+
+    /// The score of summed gains `bound` matched with weight `weight`.
+    fn upper(&self, bound: f32, weight: f32) -> f32 {
+        bound * coordination(weight, self.query_tokens)
+    }
+}
+
+/// One query's execution over one index state (see the module docs).
+struct MaxScore<'i, 'q, 'a> {
+    index: &'i SearchIndex,
+    scorer: Scorer<'i>,
+    plan: QueryPlan<'q, 'a>,
+    /// Exact name matches, sorted.
+    exact: &'i [u32],
+    /// `[gain, matched]` per group id (empty: no group description matches).
+    group_gains: &'i [[f32; 2]],
+    /// Component-wise maxima over the selectable groups: an upper bound of any one group's.
+    max_group_gain: [f32; 2],
+    /// Selectable groups whose description the query matches: each member is a match (the group
+    /// text is a field of every member), also when no token matches its own fields.
+    described: Vec<(usize, [f32; 2])>,
+    keep: usize,
+}
+
+impl MaxScore<'_, '_, '_> {
+    /// The group gain of a document's group (group descriptions, see `group_text`), added to
+    /// its score; the largest selectable one is part of every pruning bound.
+    fn group_gain(&self, doc: u32) -> [f32; 2] {
+        self.group_gains
+            .get(self.index.doc_group[doc as usize] as usize)
+            .copied()
+            .unwrap_or([0.0; 2])
+    }
+
+    fn is_exact(&self, doc: u32) -> bool {
+        !self.exact.is_empty() && self.exact.binary_search(&doc).is_ok()
+    }
+
+    /// A document the query's own tokens did not find (nor an exact name match).
+    fn unfound(&self, doc: u32, scratch: &Scratch) -> bool {
+        scratch.score[doc as usize][1] == 0.0
+            && (self.exact.is_empty() || self.exact.binary_search(&doc).is_err())
+    }
+
+    /// The selectable members of `group`.
+    fn members(&self, group: usize) -> impl Iterator<Item = u32> + '_ {
+        self.index.groups[group]
+            .members
+            .values()
+            .copied()
+            .filter(|&doc| self.scorer.selectable(doc))
+    }
+
+    /// Scores the essential tokens over their whole lists into `touched` (the documents they
+    /// found); returns where the non-essential tokens start and the threshold found on the way.
+    fn score_essential(
+        &self,
+        prune: bool,
+        touched: &mut Vec<u32>,
+        scratch: &mut Scratch,
+    ) -> (usize, Option<f32>) {
+        let plan = &self.plan;
+        let mut checks = 0;
+        let mut best = 0.0f32;
+        // A threshold found stays valid as tokens are added (scores only grow), so it is reused.
+        let mut known = 0.0f32;
+        for at in 0..plan.content.len() {
+            let remaining = plan.suffix[at].2;
+            if prune && at > 0 {
+                let (bound, weight) = plan.rest(at, true);
+                let reach = plan.upper(
+                    bound + self.max_group_gain[0],
+                    weight + self.max_group_gain[1],
+                ) * (1.0 + PRUNE_MARGIN);
+                // A new threshold costs a pass over `touched`: computed only when it may succeed
+                // (the best score so far beats the bound) and saves more than it costs.
+                if reach >= known
+                    && reach < best
+                    && checks < MAX_THRESHOLD_CHECKS
+                    && 2 * remaining > touched.len()
+                {
+                    checks += 1;
+                    known = self.threshold(touched, scratch).unwrap_or(known);
+                }
+                if reach < known {
+                    return (at, Some(known));
+                }
+            }
+            self.scorer.accumulate(
+                &plan.content[at],
+                plan.query_tokens,
+                touched,
+                &mut best,
+                scratch,
+            );
+        }
+        (plan.content.len(), None)
+    }
+
+    /// The `keep`-th best score so far among the scored documents that are not exact matches
+    /// (scores only grow as tokens are added, so the final `keep`-th best is at least this), or
+    /// `None` with fewer such documents.
+    fn threshold(&self, touched: &[u32], scratch: &mut Scratch) -> Option<f32> {
+        let keep = self.keep;
+        if keep == 0 || touched.len() < keep {
+            return None;
+        }
+        let mut scores = std::mem::take(&mut scratch.scores);
+        scores.clear();
+        scores.extend(
+            touched
+                .iter()
+                .filter(|doc| self.exact.is_empty() || self.exact.binary_search(doc).is_err())
+                .map(|&doc| {
+                    let index = doc as usize;
+                    let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
+                    score * coordination(matched, self.plan.query_tokens)
+                }),
+        );
+        let found = (scores.len() >= keep).then(|| {
+            let (_, kth, _) = scores.select_nth_unstable_by(keep - 1, |a, b| b.total_cmp(a));
+            *kth
+        });
+        scratch.scores = scores;
+        found
+    }
+
+    /// `total`: the union of the scored documents, the exact matches, the members of described
+    /// groups and the non-essential tokens' selectable documents.
+    fn count_total(&self, cut: usize, touched: &[u32], scratch: &mut Scratch) -> usize {
+        let non_essential = &self.plan.content[cut..];
+        if non_essential.is_empty() {
+            let group_only: usize = self
+                .described
+                .iter()
+                .map(|&(group, _)| {
+                    self.members(group)
+                        .filter(|&doc| self.unfound(doc, scratch))
+                        .count()
+                })
+                .sum();
+            return touched.len()
+                + self
+                    .exact
+                    .iter()
+                    .filter(|&&doc| scratch.score[doc as usize][1] == 0.0)
+                    .count()
+                + group_only;
+        }
+        for &doc in touched.iter().chain(self.exact) {
+            scratch.mark(doc);
+        }
+        for &(group, _) in &self.described {
+            for doc in self.members(group) {
+                scratch.mark(doc);
+            }
+        }
+        for planned in non_essential {
+            let token = planned.token;
+            let class: &[u32] = if token.has_variants() {
+                &token.class
+            } else {
+                &[]
+            };
+            for term in token.term.into_iter().chain(class.iter().copied()) {
+                for posting in self.scorer.postings(term) {
+                    if self.scorer.selectable(posting.doc) {
+                        scratch.mark(posting.doc);
+                    }
+                }
+            }
+        }
+        scratch.take_count()
+    }
+
+    /// The candidates: documents that can still reach the window, in document order. The
+    /// accumulators of the other scored documents are cleared.
+    fn select_candidates(
+        &self,
+        cut: usize,
+        threshold: Option<f32>,
+        touched: &[u32],
+        scratch: &mut Scratch,
+    ) -> Vec<u32> {
+        let (rest_bound, rest_weight) = self.plan.rest(cut, false);
+        // Group-only members first (before pruned found documents' accumulators are cleared):
+        // a group whose gain cannot reach the threshold adds none.
+        for &(group, [gain, matched]) in &self.described {
+            let reach =
+                self.plan.upper(rest_bound + gain, rest_weight + matched) * (1.0 + PRUNE_MARGIN);
+            if threshold.is_some_and(|threshold| reach < threshold) {
+                continue;
+            }
+            for doc in self.members(group) {
+                if self.unfound(doc, scratch) {
+                    scratch.mark(doc);
+                }
+            }
+        }
+        for &doc in touched {
+            let index = doc as usize;
+            let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
+            let can_reach = threshold.is_none_or(|threshold| {
+                self.is_exact(doc) || {
+                    let [gain, group_matched] = self.group_gain(doc);
+                    self.plan.upper(
+                        score + rest_bound + gain,
+                        matched + rest_weight + group_matched,
+                    ) * (1.0 + PRUNE_MARGIN)
+                        >= threshold
+                }
+            });
+            if can_reach {
+                scratch.mark(doc);
+            } else {
+                scratch.score[index] = [0.0; 2];
+                scratch.optional[index] = [0.0; 2];
+            }
+        }
+        for &doc in self.exact {
+            scratch.mark(doc);
+        }
+        scratch.take_marked()
+    }
+
+    /// Adds the non-essential tokens' gains to the candidates, and the optional tokens' to the
+    /// candidates that a content token (or an exact name) found.
+    fn score_candidates(&self, cut: usize, candidates: &[u32], scratch: &mut Scratch) {
+        // Group-only candidates (no content token matched them yet) that a non-essential token
+        // may find.
+        let group_only: Vec<u32> = if self.described.is_empty() {
+            Vec::new()
+        } else {
+            candidates
+                .iter()
+                .copied()
+                .filter(|&doc| self.unfound(doc, scratch))
+                .collect()
+        };
+        for planned in &self.plan.content[cut..] {
+            self.scorer.look_up(planned, true, candidates, scratch);
+        }
+        // Optional tokens score only documents a content token (or an exact name) found, as
+        // without pruning: a member found only through its group's description gets none, and
+        // one that a non-essential token found gets the scanned optional tokens' gains too.
+        let found: Vec<u32>;
+        let optional_docs: &[u32] = if group_only.is_empty() {
+            candidates
+        } else {
+            let late: Vec<u32> = group_only
+                .iter()
+                .copied()
+                .filter(|&doc| scratch.score[doc as usize][1] != 0.0)
+                .collect();
+            for planned in &self.plan.scanned {
+                self.scorer.look_up(planned, false, &late, scratch);
+            }
+            found = candidates
+                .iter()
+                .copied()
+                .filter(|&doc| !self.unfound(doc, scratch))
+                .collect();
+            &found
+        };
+        for planned in &self.plan.looked_up {
+            self.scorer.look_up(planned, false, optional_docs, scratch);
+        }
+    }
+
+    /// The final scores of the candidates through the top-k collector (their accumulators
+    /// cleared), best first.
+    fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Vec<ScoredDoc> {
+        let query_tokens = self.plan.query_tokens;
+        let mut best = TopK::new(self.keep);
+        for &doc in candidates {
+            let index = doc as usize;
+            let (score, matched) = combined(
+                std::mem::take(&mut scratch.score[index]),
+                std::mem::take(&mut scratch.optional[index]),
+            );
+            best.push(ScoredDoc {
+                doc,
+                exact: self.is_exact(doc),
+                score: {
+                    let [gain, group_matched] = self.group_gain(doc);
+                    let matched = (matched + group_matched).min(query_tokens);
+                    (score + gain) * coordination(matched, query_tokens)
+                },
+                ordinal: self.index.tie_break_ordinals[index],
+            });
+        }
+        best.into_sorted()
+    }
+}
+
+impl SearchIndex {
+    /// Scores the selectable documents matching `tokens` (see the module docs), plus the `exact`
+    /// documents (sorted), and returns their number and the best `keep` of them, best first.
+    pub(super) fn score_query(
+        &self,
+        tokens: &[QueryToken<'_>],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        keep: usize,
+        prune: bool,
+        group_gains: &[[f32; 2]],
+    ) -> (usize, Vec<ScoredDoc>) {
+        let run = |scratch: &mut Scratch| {
+            self.score(tokens, exact, allowed, keep, prune, group_gains, scratch)
+        };
+        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => run(&mut scratch),
+            Err(_) => run(&mut Scratch::default()),
+        })
+    }
+
+    /// [`Self::score_query`] with `scratch`, which must be zeroed and is left zeroed.
+    #[allow(clippy::too_many_arguments)] // the query's parts, passed through from `score_query`
+    fn score(
+        &self,
+        tokens: &[QueryToken<'_>],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        keep: usize,
+        prune: bool,
+        group_gains: &[[f32; 2]],
+        scratch: &mut Scratch,
+    ) -> (usize, Vec<ScoredDoc>) {
+        scratch.fit(self.docs.len());
+        let selected = |group: usize| allowed.is_none_or(|allowed| allowed[group]);
+        let max_group_gain = group_gains
+            .iter()
+            .enumerate()
+            .filter(|&(group, _)| selected(group))
+            .fold([0.0f32; 2], |[gain, matched], (_, &[g, m])| {
+                [gain.max(g), matched.max(m)]
+            });
+        let described = group_gains
+            .iter()
+            .enumerate()
+            .filter(|&(group, gain)| gain[0] > 0.0 && selected(group))
+            .map(|(group, &gain)| (group, gain))
+            .collect();
+        let scorer = Scorer::new(self, allowed);
+        let run = MaxScore {
+            index: self,
+            plan: QueryPlan::new(&scorer, tokens, self.live),
+            scorer,
+            exact,
+            group_gains,
+            max_group_gain,
+            described,
+            keep,
+        };
+        let mut touched = std::mem::take(&mut scratch.touched);
+        touched.clear();
+        let (cut, mut threshold) = run.score_essential(prune, &mut touched, scratch);
+        for planned in &run.plan.scanned {
+            run.scorer.scan_optional(planned, exact, scratch);
+        }
+        if prune && (threshold.is_some() || touched.len() / 8 > keep) {
+            // Scores grew since (or no threshold was needed yet): the candidates are fewer with it.
+            threshold = run.threshold(&touched, scratch);
+        }
+        let threshold = threshold.filter(|&threshold| threshold > 0.0);
+        #[cfg(test)]
+        PRUNED.with(|count| {
+            let [cuts, thresholds] = count.get();
+            count.set([
+                cuts + usize::from(cut < run.plan.content.len()),
+                thresholds + usize::from(threshold.is_some()),
+            ]);
+        });
+        let total = run.count_total(cut, &touched, scratch);
+        let candidates = run.select_candidates(cut, threshold, &touched, scratch);
+        run.score_candidates(cut, &candidates, scratch);
+        let best = run.collect(&candidates, scratch);
+        scratch.touched = touched;
+        (total, best)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::record;
+    use super::super::{Record, SearchIndex};
+
+    #[test]
+    fn pruning_never_changes_the_window() {
+        // Skewed random corpora (a few very common words, stem variants, function words, several
+        // groups, dead documents): every window of every query must equal the unpruned ranking.
+        let words = [
+            "get",
+            "list",
+            "lists",
+            "listing",
+            "data",
+            "user",
+            "users",
+            "file",
+            "files",
+            "search",
+            "restaurant",
+            "restaurants",
+            "weather",
+            "city",
+            "report",
+            "reports",
+            "create",
+            "update",
+            "delete",
+            "order",
+            "the",
+            "for",
+            "of",
+            "a",
+            "to",
+            "with",
+            "stock",
+            "price",
+            "prices",
+            "flight",
+            "hotel",
+            "calendar",
+            "event",
+            "events",
+            "email",
+            "message",
+            "account",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        // Word `i` drawn with probability about proportional to 1 / (i + 1).
+        let word = |next: &mut dyn FnMut(usize) -> usize| {
+            let pick = next(1000);
+            let index = (words.len() as f64).powf(pick as f64 / 1000.0) as usize - 1;
+            words[index.min(words.len() - 1)]
+        };
+        let (mut cuts, mut thresholds) = (0, 0);
+        for round in 0..4 {
+            let mut index = SearchIndex::new();
+            let docs = 600 + round * 700;
+            let records: Vec<Record> = (0..docs)
+                .map(|doc| {
+                    let name: Vec<&str> = (0..=next(3)).map(|_| word(&mut next)).collect();
+                    let description: Vec<&str> =
+                        (0..2 + next(10)).map(|_| word(&mut next)).collect();
+                    let mut record = record(
+                        &format!("g{}", next(4)),
+                        &format!("{}_{doc}", name.join("_")),
+                        &description.join(" "),
+                    );
+                    record.parameter_text.names = vec![word(&mut next).to_owned()];
+                    record
+                })
+                .collect();
+            let keys: Vec<String> = records.iter().map(|r| r.key.clone()).collect();
+            index.upsert(records);
+            index.remove(keys.iter().step_by(9 + round));
+            if round >= 2 {
+                // Group descriptions (a field of every member): g3 has none.
+                for group in ["g0", "g1", "g2"] {
+                    let text: Vec<&str> = (0..=next(6)).map(|_| word(&mut next)).collect();
+                    index.set_group_description(group, &text.join(" "));
+                }
+            }
+            for query_number in 0..150 {
+                let length = 1 + next(8);
+                let mut query: Vec<&str> = (0..length).map(|_| word(&mut next)).collect();
+                if query_number % 5 == 0 {
+                    query.push(&keys[next(keys.len())]); // sometimes an exact name too
+                }
+                let query = query.join(" ");
+                let groups: Option<Vec<&str>> = (query_number % 3 == 0).then(|| vec!["g1", "g2"]);
+                for (offset, limit) in [(0, 1), (0, 5), (0, 10), (3, 4), (10, 10), (2, usize::MAX)]
+                {
+                    let pruned =
+                        index.search_pruned(&query, groups.as_deref(), offset, limit, true);
+                    let full = index.search_pruned(&query, groups.as_deref(), offset, limit, false);
+                    assert_eq!(
+                        pruned, full,
+                        "query {query:?}, groups {groups:?}, window {offset}+{limit}"
+                    );
+                }
+            }
+            let [c, t] = super::PRUNED.with(std::cell::Cell::get);
+            (cuts, thresholds) = (c, t);
+        }
+        assert!(
+            cuts > 50 && thresholds > 200,
+            "pruning rarely ran: {cuts} cuts, {thresholds} thresholds"
+        );
+    }
+}

@@ -1,0 +1,631 @@
+//! Incremental inverted index over tool records, ranked by BM25F.
+//!
+//! A record ([`Record`]) has five fields (tool name, group name, description, parameter names,
+//! parameter text); each is tokenized with [`crate::tokenize`] ([`record_tokens`]), its tokens
+//! interned to `u32` term ids ([`crate::terms::Dictionary`]), and each term has a posting list of
+//! `(doc, per-field tf)` ([`postings`]). Terms sharing an English stem ([`crate::terms::term`])
+//! form a *stem class*. A group's description is a field shared by its members, indexed once per
+//! group ([`group_text`]).
+//!
+//! The modules, in the order a query meets them:
+//!
+//! * [`analysis`]: query tokens, function words, stem classes, synonyms and compounds, exact
+//!   name matches, browsing.
+//! * [`bm25f`]: the score: field weights, length normalization, `k1`, Lucene's `idf`, a term's
+//!   gain, the coordination factor.
+//! * [`maxscore`]: the execution: essential and non-essential tokens, candidates, `total`;
+//!   [`scorer`]: the term-at-a-time passes it runs; [`collector`]: the top-k window.
+//! * [`explain`]: why a document has its score.
+//! * [`storage`]: upserts, removal, compaction; [`record`], [`record_tokens`], [`schema_text`]:
+//!   what a record holds and how it is read; [`by_hash`], [`doc_name`]: lookups by name.
+//!
+//! Ranking is fully deterministic: exact name matches first, then score descending, then
+//! `(group, tool, key)` in byte order ([`collector`]). Documents that cannot reach the requested
+//! window are pruned by upper bounds, which never changes the result ([`maxscore`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use crate::terms::Dictionary;
+
+mod analysis;
+#[cfg(test)]
+mod bench;
+mod bm25f;
+mod by_hash;
+mod collector;
+mod doc_name;
+mod explain;
+mod group_text;
+mod maxscore;
+mod postings;
+mod record;
+mod record_tokens;
+mod schema_text;
+mod scorer;
+mod storage;
+
+use bm25f::FIELDS;
+use by_hash::DocsByHash;
+pub use explain::{Explanation, TermMatch, GROUP_DESCRIPTION_FIELD};
+use group_text::GroupTexts;
+use postings::PostingList;
+pub use record::Record;
+pub use record_tokens::{MAX_DESCRIPTION_BYTES, MAX_FIELD_TOKENS};
+pub use schema_text::{
+    collect_parameter_text, truncate_str, ParameterText, SchemaNode, MAX_PARAMETER_TEXT_BYTES,
+    MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, MAX_SCHEMA_STRING_BYTES,
+};
+use storage::{Doc, Group};
+
+/// Longest query, in UTF-8 bytes, that the search control accepts from a model (8 KiB: agent
+/// queries are 5-20 words, and a pasted question of a few KB still fits; BFCL's longest is
+/// 4.7 KB). The core itself ranks any query in time linear in its distinct
+/// tokens; the cap bounds how long one search holds the index lock on the caller's thread.
+pub const MAX_QUERY_BYTES: usize = 8192;
+
+/// The hasher of the term dictionary and id maps: foldhash's fast hasher with a fixed seed, so the
+/// index behaves the same in every process (nothing depends on iteration order, but runs stay
+/// reproducible).
+type FoldHashState = foldhash::fast::FixedState;
+type FoldHashMap<K, V> = HashMap<K, V, FoldHashState>;
+type FoldHashSet<K> = HashSet<K, FoldHashState>;
+
+/// Checks a result window from a caller (negative values are rejected).
+pub fn search_window(offset: i64, limit: i64) -> crate::Result<(usize, usize)> {
+    let convert = |name: &str, value: i64| {
+        if value < 0 {
+            return Err(crate::Error::new(format!(
+                "{name} must not be negative, got {value}"
+            )));
+        }
+        Ok(usize::try_from(value).unwrap_or(usize::MAX))
+    };
+    Ok((convert("offset", offset)?, convert("limit", limit)?))
+}
+
+/// The search index. Cheap to query concurrently (`&self`), mutated with `&mut self`.
+#[derive(Debug, Default)]
+pub struct SearchIndex {
+    docs: Vec<Doc>,
+    alive: Vec<bool>,
+    doc_group: Vec<u32>,
+    doc_lens: Vec<[u16; FIELDS]>,
+    /// Position of each live document in `(group, tool, key)` order: the tie-break of equal
+    /// scores, renumbered after every change.
+    tie_break_ordinals: Vec<u32>,
+    live: usize,
+    dead: usize,
+    live_field_tokens: [u64; FIELDS],
+    terms: Dictionary<FoldHashState>,
+    /// Posting lists by term id.
+    postings: Vec<PostingList>,
+    /// Live documents by key (by hash: candidates are checked against [`Doc::name`]).
+    by_key: DocsByHash,
+    /// Documents by case-folded tool name (exact-name matches; a canonical name `group__tool` is
+    /// matched through its tool part and the group).
+    by_tool_folded: DocsByHash,
+    groups: Vec<Group>,
+    group_ids: BTreeMap<Arc<str>, u32>,
+    /// Per-record term frequencies, kept between `add_tokenized` calls so its table is allocated once.
+    scratch_tfs: FoldHashMap<u32, [u8; FIELDS]>,
+    /// Group descriptions, indexed once per group ([`group_text`]).
+    group_texts: GroupTexts,
+}
+
+impl SearchIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of live records.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// `true` without live records.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// Live keys, in no particular order.
+    pub fn keys(&self) -> Vec<Arc<str>> {
+        self.docs
+            .iter()
+            .zip(&self.alive)
+            .filter(|(_, &alive)| alive)
+            .map(|(doc, _)| Arc::from(doc.name.key()))
+            .collect()
+    }
+
+    /// Sets the description of `group` (an empty text removes it): a field of every member of the
+    /// group, indexed once for the group (see [`group_text`]). A group may be described before or
+    /// after its members are added; the description outlives its members.
+    pub fn set_group_description(&mut self, group: &str, text: &str) {
+        self.group_texts.set(group, text);
+    }
+
+    /// Runs a query and returns `(total, keys of ranked results[offset..offset + limit])`.
+    ///
+    /// `groups`: `None` selects every group, otherwise only the listed ones. A query with nothing
+    /// to look for (no alphanumeric character, no exact name match) browses the selected groups
+    /// in `(group, tool)` order. Otherwise only records matching at least one query token count
+    /// (a word over [`crate::tokenize::MAX_TOKEN_BYTES`] is no token: it matches nothing); an exact
+    /// name match (the trimmed, lower-cased query equals a record's lower-cased tool name or its
+    /// `group__tool` name) ranks above everything else.
+    pub fn search(
+        &self,
+        query: &str,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<Arc<str>>) {
+        self.search_pruned(query, groups, offset, limit, true)
+    }
+
+    /// [`Self::search`], with or without pruning (see [`maxscore`]; `false` scores every match,
+    /// which the tests use as the reference).
+    pub(super) fn search_pruned(
+        &self,
+        query: &str,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+        prune: bool,
+    ) -> (usize, Vec<Arc<str>>) {
+        let allowed = self.allowed_groups(groups);
+        let tokens = self.query_tokens(query);
+        let allowed = allowed.as_deref();
+        let exact = self.exact_matches(query, allowed);
+        // Browsing is for a query with nothing to look for (empty, spaces, punctuation). A word
+        // whose tokens were all dropped (each over `MAX_TOKEN_BYTES`) matches nothing instead,
+        // and a punctuation-only tool name (`-`) still finds its tool first.
+        if tokens.is_empty() && exact.is_empty() && analysis::nothing_to_find(query) {
+            return self.browse(allowed, offset, limit);
+        }
+        let keep = offset.saturating_add(limit);
+        let group_gains = self.group_gains(query);
+        let (total, best) = self.score_query(&tokens, &exact, allowed, keep, prune, &group_gains);
+        let keys = best
+            .iter()
+            .skip(offset)
+            .map(|scored| Arc::from(self.docs[scored.doc as usize].name.key()))
+            .collect();
+        (total, keys)
+    }
+
+    /// The selection mask of `groups` by group id (`None`: every group).
+    pub(super) fn allowed_groups(&self, groups: Option<&[&str]>) -> Option<Vec<bool>> {
+        groups.map(|names| {
+            let mut allowed = vec![false; self.groups.len()];
+            for name in names {
+                if let Some(&id) = self.group_ids.get(*name) {
+                    allowed[id as usize] = true;
+                }
+            }
+            allowed
+        })
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::names::canonical_name;
+
+    pub(crate) fn record(group: &str, tool: &str, description: &str) -> Record {
+        Record {
+            key: canonical_name(group, tool),
+            group: group.to_owned(),
+            tool: tool.to_owned(),
+            description: description.to_owned(),
+            parameter_text: ParameterText::default(),
+        }
+    }
+
+    pub(crate) fn search(
+        index: &SearchIndex,
+        query: &str,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+    ) -> (usize, Vec<String>) {
+        let (total, keys) = index.search(query, groups, offset, limit);
+        (total, keys.iter().map(ToString::to_string).collect())
+    }
+
+    pub(crate) fn github_index() -> SearchIndex {
+        let tools = [
+            ("github_get_me", "Get the profile of the authenticated user"),
+            (
+                "github_get_issue",
+                "Get details of a specific issue in a GitHub repository",
+            ),
+            ("github_list_issues", "List issues in a GitHub repository"),
+            (
+                "github_create_issue",
+                "Create a new issue in a GitHub repository",
+            ),
+            ("github_add_issue_comment", "Add a comment to an issue"),
+            ("github_get_pull_request", "Get details of a pull request"),
+            (
+                "github_list_pull_requests",
+                "List pull requests in a repository",
+            ),
+            ("github_merge_pull_request", "Merge a pull request"),
+            (
+                "github_get_file_contents",
+                "Get the contents of a file or directory",
+            ),
+            (
+                "github_create_or_update_file",
+                "Create or update a single file in a repository",
+            ),
+            (
+                "github_search_repositories",
+                "Search for GitHub repositories",
+            ),
+            (
+                "github_search_code",
+                "Search for code across GitHub repositories",
+            ),
+            ("github_search_users", "Search for GitHub users"),
+            ("github_list_commits", "Get list of commits of a branch"),
+            (
+                "github_create_branch",
+                "Create a new branch in a repository",
+            ),
+        ];
+        let mut index = SearchIndex::new();
+        index.upsert(
+            tools
+                .iter()
+                .map(|(tool, description)| record("dev", tool, description)),
+        );
+        index.upsert([
+            record(
+                "crm",
+                "customer_name",
+                "Look up the display name for a customer ID.",
+            ),
+            record(
+                "crm",
+                "update_customer",
+                "Update a customer's account details.",
+            ),
+        ]);
+        index
+    }
+
+    #[test]
+    fn github_prefix_corpus() {
+        let index = github_index();
+        let (total, keys) = search(&index, "github profile", None, 0, 5);
+        assert_eq!(keys[0], "dev__github_get_me");
+        assert!(total >= 15, "github matches every dev tool: {total}");
+        let (_, keys) = search(&index, "get me", None, 0, 5);
+        assert_eq!(keys[0], "dev__github_get_me");
+        let (_, keys) = search(&index, "customer name", None, 0, 5);
+        assert_eq!(keys[0], "crm__customer_name");
+        let (_, keys) = search(&index, "pull request", None, 0, 3);
+        assert!(
+            keys.iter().all(|key| key.contains("pull_request")),
+            "{keys:?}"
+        );
+        let (total, keys) = search(&index, "comment", None, 0, 5);
+        assert_eq!(
+            (total, keys),
+            (1, vec!["dev__github_add_issue_comment".to_owned()])
+        );
+    }
+
+    #[test]
+    fn exact_name_ranks_first() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("a", "issue", "Nothing relevant"),
+            record(
+                "a",
+                "list_issues",
+                "List issue issue issue issues of an issue tracker",
+            ),
+            record("b", "issue_issue", "issue issue issue issue"),
+        ]);
+        let (_, keys) = search(&index, "  ISSUE ", None, 0, 10);
+        assert_eq!(keys[0], "a__issue");
+        let (_, keys) = search(&index, "b__Issue_Issue", None, 0, 10);
+        assert_eq!(keys[0], "b__issue_issue");
+        // Exact matches count even without matching terms through the other fields.
+        let (total, keys) = search(&index, "list_issues", Some(&["a"]), 0, 1);
+        assert_eq!(keys, ["a__list_issues"]);
+        assert!(total >= 1);
+        // Group filters apply to exact matches too.
+        let (_, keys) = search(&index, "issue", Some(&["b"]), 0, 10);
+        assert_eq!(keys, ["b__issue_issue"]);
+    }
+
+    #[test]
+    fn ties_break_by_group_then_tool() {
+        let mut index = SearchIndex::new();
+        let same = "Fetch the weather forecast";
+        index.upsert([
+            record("zeta", "alpha", same),
+            record("alpha", "zeta", same),
+            record("alpha", "beta", same),
+            record("beta", "alpha", same),
+        ]);
+        let expected = ["alpha__beta", "alpha__zeta", "beta__alpha", "zeta__alpha"];
+        for _ in 0..3 {
+            let (total, keys) = search(&index, "weather", None, 0, 10);
+            assert_eq!(total, 4);
+            assert_eq!(keys, expected);
+        }
+        // Pages of the same order.
+        let (_, first) = search(&index, "weather", None, 0, 1);
+        let (_, rest) = search(&index, "weather", None, 1, 10);
+        assert_eq!([first, rest].concat(), expected);
+    }
+
+    #[test]
+    fn browse_orders_by_group_then_tool() {
+        let index = github_index();
+        let (total, keys) = search(&index, "", None, 0, 3);
+        assert_eq!(total, 17);
+        assert_eq!(
+            keys,
+            [
+                "crm__customer_name",
+                "crm__update_customer",
+                "dev__github_add_issue_comment"
+            ]
+        );
+        let (total, keys) = search(&index, " \t ", None, 1, 2);
+        assert_eq!(total, 17);
+        assert_eq!(
+            keys,
+            ["crm__update_customer", "dev__github_add_issue_comment"]
+        );
+        let (total, keys) = search(&index, "!!", Some(&["dev"]), 14, 10);
+        assert_eq!(
+            (total, keys),
+            (15, vec!["dev__github_search_users".to_owned()])
+        );
+        let (total, keys) = search(&index, "", Some(&[]), 0, 10);
+        assert_eq!((total, keys.len()), (0, 0));
+        let (total, keys) = search(&index, "", Some(&["nope"]), 0, 10);
+        assert_eq!((total, keys.len()), (0, 0));
+        let (total, keys) = search(&index, "", None, 100, 10);
+        assert_eq!((total, keys.len()), (17, 0));
+        let (total, keys) = search(&index, "", None, 0, 0);
+        assert_eq!((total, keys.len()), (17, 0));
+    }
+
+    #[test]
+    fn group_filter() {
+        let index = github_index();
+        let (total, keys) = search(&index, "update", Some(&["crm"]), 0, 10);
+        assert_eq!((total, keys), (1, vec!["crm__update_customer".to_owned()]));
+        let (total, _) = search(&index, "update", Some(&["crm", "dev", "crm"]), 0, 10);
+        assert_eq!(total, 2);
+        let (total, _) = search(&index, "update", None, 0, 10);
+        assert_eq!(total, 2);
+        let (total, _) = search(&index, "crm", None, 0, 10);
+        assert_eq!(total, 2, "group names are searchable");
+    }
+
+    #[test]
+    fn totals_count_all_matches() {
+        let mut index = SearchIndex::new();
+        index.upsert((0..250).map(|i| {
+            record(
+                "g",
+                &format!("t{i}"),
+                if i % 5 == 0 { "alpha beta" } else { "beta" },
+            )
+        }));
+        assert_eq!(search(&index, "alpha", None, 0, 3).0, 50);
+        let (total, keys) = search(&index, "beta alpha", None, 0, 50);
+        assert_eq!(total, 250);
+        assert_eq!(keys.len(), 50);
+        // Records with both terms come first.
+        let (_, all) = search(&index, "beta alpha", None, 0, 250);
+        let alpha: Vec<_> = all.iter().take(50).collect();
+        assert!(alpha
+            .iter()
+            .all(|key| key[4..].parse::<u32>().unwrap() % 5 == 0));
+        // Paging through covers every match exactly once.
+        let mut paged = Vec::new();
+        let mut offset = 0;
+        while offset < 250 {
+            let (_, keys) = search(&index, "beta alpha", None, offset, 7);
+            offset += 7;
+            paged.extend(keys);
+        }
+        assert_eq!(paged, all);
+    }
+
+    #[test]
+    fn unmatched_query_has_no_results() {
+        let index = github_index();
+        assert_eq!(search(&index, "zzzz quux", None, 0, 10), (0, vec![]));
+        assert_eq!(search(&index, "me", Some(&["crm"]), 0, 10), (0, vec![]));
+        assert_eq!(SearchIndex::new().search("anything", None, 0, 10).0, 0);
+        assert_eq!(SearchIndex::new().search("", None, 0, 10).0, 0);
+    }
+
+    #[test]
+    fn stems_and_function_words_shape_the_ranking() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record(
+                "food",
+                "find_restaurant",
+                "Find a restaurant near a location",
+            ),
+            record("food", "restaurants_list", "List the restaurants of a city"),
+            record("misc", "help_me", "Provide help to me"),
+            record("misc", "weather", "Weather forecast for a city"),
+        ]);
+        // Inflections meet at their stem; the query's own form ranks its tool first.
+        let (total, keys) = search(&index, "restaurants", None, 0, 10);
+        assert_eq!(total, 2);
+        assert_eq!(keys[0], "food__restaurants_list");
+        assert_eq!(
+            search(&index, "restaurant", None, 0, 10).1[0],
+            "food__find_restaurant"
+        );
+        // Function words (`for`, `me`, `to`) find nothing beside a content word: it decides.
+        let (total, keys) = search(&index, "find something for me to eat", None, 0, 10);
+        assert_eq!((total, keys), (1, vec!["food__find_restaurant".to_owned()]));
+        // Alone, a function word still finds its tool; beside an unknown word too.
+        assert_eq!(search(&index, "me", None, 0, 10).1, ["misc__help_me"]);
+        assert_eq!(search(&index, "zzzz me", None, 0, 10).1, ["misc__help_me"]);
+    }
+
+    #[test]
+    fn function_words_order_the_documents_found_by_content_words() {
+        let mut index = SearchIndex::new();
+        let mut records: Vec<Record> = (0..300)
+            .map(|i| record("g", &format!("filler_{i:03}"), "for the record"))
+            .collect();
+        records.push(record("g", "a_report", "Report of a city"));
+        records.push(record("g", "b_report", "Report for a city"));
+        records.push(record("g", "c_report", "Report for the city"));
+        index.upsert(records);
+        // `for` and `the` rank the matches of `report` and `city`; the fillers, which match
+        // only function words, are not found.
+        let (total, keys) = search(&index, "report for the city", None, 0, 10);
+        assert_eq!(total, 3);
+        assert_eq!(keys, ["g__c_report", "g__b_report", "g__a_report"]);
+        // A filtered or offset window sees the same order.
+        assert_eq!(
+            search(&index, "report for the city", None, 1, 1).1,
+            ["g__b_report"]
+        );
+        index.remove(["g__c_report"]);
+        assert_eq!(
+            search(&index, "report for the city", Some(&["g"]), 0, 10),
+            (2, vec!["g__b_report".to_owned(), "g__a_report".to_owned()])
+        );
+    }
+
+    #[test]
+    fn only_a_query_with_nothing_to_look_for_browses() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("aa", "weather", "Weather forecast"),
+            record("zz", "-", "A tool named with punctuation only"),
+        ]);
+        // A word of over 128 bytes is no token, and matches nothing (it used to browse).
+        let long_word = "a".repeat(129);
+        assert_eq!(search(&index, &long_word, None, 0, 10), (0, vec![]));
+        assert_eq!(
+            search(&index, &format!("{long_word} forecast"), None, 0, 10).0,
+            1
+        );
+        // A punctuation-only tool name is still an exact match, ranked first.
+        assert_eq!(
+            search(&index, "-", None, 0, 10),
+            (1, vec!["zz__-".to_owned()])
+        );
+        assert_eq!(search(&index, " zz__- ", None, 0, 10).1, ["zz__-"]);
+        // Punctuation alone still browses.
+        assert_eq!(search(&index, " ?! ", None, 0, 10).0, 2);
+    }
+
+    #[test]
+    fn group_descriptions_are_a_field_of_every_member() {
+        let mut index = SearchIndex::new();
+        index.set_group_description(
+            "web",
+            "Browser automation: open web pages and fill in forms",
+        );
+        index.upsert([
+            record("web", "navigate", "Go to a URL"),
+            record("web", "click", "Click an element"),
+            record("fs", "open_file", "Open a file"),
+            record("fs", "write_file", "Write a file"),
+        ]);
+        index.set_group_description("fs", "File system: read and write files on disk");
+        // Members found only through their group's description are matches.
+        assert_eq!(
+            search(&index, "browser automation", None, 0, 10),
+            (2, vec!["web__click".to_owned(), "web__navigate".to_owned()])
+        );
+        // The group's words decide between an own match elsewhere and the described group.
+        let (total, keys) = search(&index, "browser automation open a web page", None, 0, 10);
+        assert_eq!(total, 3);
+        assert_eq!(keys[2], "fs__open_file", "{keys:?}");
+        // A description adds to members' own matches: `write` in both groups, `disk` in fs's text.
+        assert_eq!(
+            search(&index, "write to disk", None, 0, 1).1,
+            ["fs__write_file"]
+        );
+        // Group filters still apply; removing the description removes the field.
+        assert_eq!(search(&index, "browser", Some(&["fs"]), 0, 10).0, 0);
+        index.set_group_description("web", "");
+        assert_eq!(search(&index, "browser automation", None, 0, 10).0, 0);
+    }
+
+    #[test]
+    fn synonyms_find_the_other_word_and_the_own_word_ranks_first() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("notes", "delete_note", "Delete a note by its id"),
+            record("notes", "remove_tag", "Remove a tag from a note"),
+            record("notes", "read_note", "Read a note"),
+        ]);
+        // `remove` finds `delete_note` through its synonym, `remove_tag` by the word itself.
+        let (total, keys) = search(&index, "remove note", None, 0, 10);
+        assert_eq!(total, 3);
+        assert_eq!(keys[0], "notes__remove_tag");
+        assert_eq!(search(&index, "erase", None, 0, 10).0, 2);
+        // Without a synonym the word matches only itself.
+        assert_eq!(search(&index, "tag", None, 0, 10).1, ["notes__remove_tag"]);
+    }
+
+    #[test]
+    fn two_query_words_find_their_compound() {
+        let mut index = SearchIndex::new();
+        index.upsert([
+            record("fs", "read", "Read a file from the filesystem"),
+            record(
+                "os",
+                "system_info",
+                "Information about the operating system",
+            ),
+        ]);
+        // `file system` finds the tool whose text says `filesystem`, as matching both words.
+        assert_eq!(
+            search(&index, "file system read", None, 0, 1).1,
+            ["fs__read"]
+        );
+        let explained = index.explain("file system", None, "fs__read").unwrap();
+        assert!(
+            explained
+                .matches
+                .iter()
+                .any(|m| m.token == "system" && m.via_stem),
+            "{explained:?}"
+        );
+    }
+
+    #[test]
+    fn parameters_and_cjk_are_searchable() {
+        let mut index = SearchIndex::new();
+        let mut with_params = record("crm", "lookup", "Look something up");
+        with_params.parameter_text = ParameterText {
+            names: vec!["customer_id".into()],
+            texts: vec!["Numeric customer ID".into()],
+        };
+        index.upsert([
+            with_params,
+            record("docs", "fetch", "获取用户信息"),
+            record("docs", "Отчёт", "Получить отчёт по клиенту"),
+        ]);
+        assert_eq!(search(&index, "customer", None, 0, 10).1, ["crm__lookup"]);
+        assert_eq!(search(&index, "用户", None, 0, 10).1, ["docs__fetch"]);
+        assert_eq!(search(&index, "ОТЧЁТ", None, 0, 10).1, ["docs__Отчёт"]);
+    }
+}

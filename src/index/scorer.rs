@@ -1,0 +1,373 @@
+//! Term-at-a-time scoring: each query token's BM25F gains added into per-document accumulators,
+//! over a whole posting list ([`Scorer::accumulate`], [`Scorer::scan_optional`]) or only for given
+//! candidates by galloping search ([`Scorer::look_up`]). [`super::maxscore`] decides which.
+
+use super::analysis::QueryToken;
+use super::bm25f::{Bm25f, COORDINATION_WEIGHT, FIELDS};
+use super::postings::{gallop, Posting};
+use super::SearchIndex;
+
+thread_local! {
+    /// Per-thread query accumulators, indexed by document and kept zeroed between queries, so a
+    /// query touches only the entries of matching documents instead of allocating.
+    pub(super) static SCORE_SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
+/// Per-document accumulators of one query; every entry is zero between queries.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    /// Summed, weighted gains and summed query weights of the matched content tokens.
+    pub(super) score: Vec<[f32; 2]>,
+    /// The same for the optional tokens (kept apart, so their sum is added in one fixed order
+    /// whichever way each was scored).
+    pub(super) optional: Vec<[f32; 2]>,
+    /// Gain of the current query token.
+    gain: Vec<f32>,
+    /// Per-field term frequencies of the current stem class.
+    class_tf: Vec<[u16; FIELDS]>,
+    /// One bit per document: sorting a set of documents, counting a union.
+    marks: Vec<u64>,
+    /// Reused document lists (kept empty between queries, their capacity kept).
+    pub(super) touched: Vec<u32>,
+    token_docs: Vec<u32>,
+    class_docs: Vec<u32>,
+    pub(super) scores: Vec<f32>,
+}
+
+impl Scratch {
+    pub(super) fn fit(&mut self, docs: usize) {
+        if self.score.len() < docs {
+            self.score.resize(docs, [0.0; 2]);
+            self.optional.resize(docs, [0.0; 2]);
+            self.gain.resize(docs, 0.0);
+            self.class_tf.resize(docs, [0; FIELDS]);
+            self.marks.resize(docs.div_ceil(64), 0);
+        }
+    }
+
+    pub(super) fn mark(&mut self, doc: u32) {
+        self.marks[doc as usize / 64] |= 1 << (doc % 64);
+    }
+
+    /// The marked documents in ascending order; clears the marks.
+    pub(super) fn take_marked(&mut self) -> Vec<u32> {
+        let mut sorted = Vec::new();
+        for (word, bits) in self.marks.iter_mut().enumerate() {
+            let mut bits = std::mem::take(bits);
+            while bits != 0 {
+                sorted.push(word as u32 * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+        sorted
+    }
+
+    /// Number of marked documents; clears the marks.
+    pub(super) fn take_count(&mut self) -> usize {
+        self.marks
+            .iter_mut()
+            .map(|bits| std::mem::take(bits).count_ones() as usize)
+            .sum()
+    }
+}
+
+/// A query token with its upper bound and the length of its posting lists.
+pub(super) struct Planned<'q, 'a> {
+    pub(super) token: &'q QueryToken<'a>,
+    /// The most this token can add to a document's summed gains (weight included).
+    pub(super) bound: f32,
+    /// Postings of its term and stem class.
+    pub(super) postings: usize,
+    /// `idf` of its own term (0 without one), computed once per query.
+    term_idf: f32,
+}
+
+/// The gains of one query over one index state.
+pub(super) struct Scorer<'i> {
+    index: &'i SearchIndex,
+    allowed: Option<&'i [bool]>,
+    /// No group filter and no dead document: every listed document is selectable (and alive), so
+    /// the per-posting checks are skipped.
+    everything: bool,
+    bm25f: Bm25f,
+}
+
+impl<'i> Scorer<'i> {
+    pub(super) fn new(index: &'i SearchIndex, allowed: Option<&'i [bool]>) -> Self {
+        Self {
+            index,
+            allowed,
+            everything: allowed.is_none() && index.dead == 0,
+            bm25f: Bm25f::new(index),
+        }
+    }
+
+    #[inline]
+    pub(super) fn selectable(&self, doc: u32) -> bool {
+        if self.everything {
+            return true;
+        }
+        let index = doc as usize;
+        self.index.alive[index]
+            && self
+                .allowed
+                .is_none_or(|allowed| allowed[self.index.doc_group[index] as usize])
+    }
+
+    pub(super) fn idf(&self, df: usize) -> f32 {
+        self.bm25f.idf(df)
+    }
+
+    /// The BM25F gain of term frequencies `tf` in `doc` ([`Bm25f::gain`]).
+    #[inline]
+    pub(super) fn gain(&self, doc: u32, tf: [u16; FIELDS], idf: f32) -> f32 {
+        self.bm25f.gain(&self.index.doc_lens[doc as usize], tf, idf)
+    }
+
+    /// Each field's share of [`Self::gain`] for `tf` (they sum to 1 over the matched fields).
+    pub(super) fn field_shares(&self, doc: u32, tf: [u16; FIELDS]) -> [f32; FIELDS] {
+        self.bm25f
+            .field_shares(&self.index.doc_lens[doc as usize], tf)
+    }
+
+    pub(super) fn postings(&self, term: u32) -> &'i [Posting] {
+        self.index.postings[term as usize].as_slice()
+    }
+
+    /// Number of live documents in `postings`.
+    pub(super) fn live_df(&self, postings: &[Posting]) -> usize {
+        if self.index.dead == 0 {
+            postings.len()
+        } else {
+            postings
+                .iter()
+                .filter(|posting| self.index.alive[posting.doc as usize])
+                .count()
+        }
+    }
+
+    /// `token` with its upper bound: a stem class holds at least as many documents as its
+    /// largest member, so its `idf` is at most that member's.
+    pub(super) fn plan<'q, 'a>(
+        &self,
+        token: &'q QueryToken<'a>,
+        class_too: bool,
+    ) -> Planned<'q, 'a> {
+        let mut postings = 0;
+        let mut smallest_df = usize::MAX;
+        let mut term_idf = 0.0;
+        if let Some(term) = token.term {
+            let list = self.postings(term);
+            postings += list.len();
+            smallest_df = self.live_df(list);
+            term_idf = self.idf(smallest_df);
+        }
+        if class_too && token.has_variants() {
+            let mut largest = 0;
+            for &member in token.class.iter() {
+                let list = self.postings(member);
+                postings += list.len();
+                largest = largest.max(self.live_df(list));
+            }
+            smallest_df = smallest_df.min(largest);
+        }
+        let bound = if smallest_df == usize::MAX {
+            0.0
+        } else {
+            self.bm25f.upper_bound(token.weight, smallest_df)
+        };
+        Planned {
+            token,
+            bound,
+            postings,
+            term_idf,
+        }
+    }
+
+    /// Scores `token` over its whole posting lists: adds its gain to every selectable document it
+    /// matches, recording newly matched documents in `touched` and raising `best` to the highest
+    /// score so far (with its coverage factor, over `query_tokens` tokens).
+    pub(super) fn accumulate(
+        &self,
+        planned: &Planned<'_, '_>,
+        query_tokens: f32,
+        touched: &mut Vec<u32>,
+        best: &mut f32,
+        scratch: &mut Scratch,
+    ) {
+        let token = planned.token;
+        let coverage = COORDINATION_WEIGHT / query_tokens;
+        // Without other terms of its stem, a token's gain is its own term's: added directly.
+        // Otherwise the two gains meet in `scratch.gain` and the larger is added.
+        let variants = token.has_variants();
+        let mut token_docs = std::mem::take(&mut scratch.token_docs);
+        token_docs.clear();
+        if let Some(term) = token.term {
+            let postings = self.postings(term);
+            let idf = planned.term_idf;
+            for posting in postings
+                .iter()
+                .filter(|posting| self.selectable(posting.doc))
+            {
+                let doc_gain = self.gain(posting.doc, posting.tf(), idf);
+                let index = posting.doc as usize;
+                if variants {
+                    // Settled below, against the stem class's gain.
+                    scratch.gain[index] = doc_gain;
+                    token_docs.push(posting.doc);
+                    continue;
+                }
+                let [score, matched] = &mut scratch.score[index];
+                if *matched == 0.0 {
+                    touched.push(posting.doc);
+                }
+                *score += token.weight * doc_gain;
+                *matched += token.weight;
+                *best = best.max(*score * (1.0 + coverage * *matched));
+            }
+        }
+        if !variants {
+            scratch.token_docs = token_docs;
+            return;
+        }
+        let mut class_docs = std::mem::take(&mut scratch.class_docs);
+        class_docs.clear();
+        for &member in token.class.iter() {
+            for posting in self.postings(member) {
+                if !self.everything && !self.index.alive[posting.doc as usize] {
+                    continue;
+                }
+                let sum = &mut scratch.class_tf[posting.doc as usize];
+                if *sum == [0; FIELDS] {
+                    class_docs.push(posting.doc);
+                }
+                for (total, tf) in sum.iter_mut().zip(posting.tf()) {
+                    *total = total.saturating_add(tf);
+                }
+            }
+        }
+        let idf = self.idf(class_docs.len());
+        for &doc in &class_docs {
+            let tf = std::mem::take(&mut scratch.class_tf[doc as usize]);
+            if !self.selectable(doc) {
+                continue;
+            }
+            let class_gain = self.gain(doc, tf, idf);
+            let best = &mut scratch.gain[doc as usize];
+            if *best == 0.0 {
+                token_docs.push(doc);
+            }
+            *best = best.max(class_gain);
+        }
+        for &doc in &token_docs {
+            let index = doc as usize;
+            let doc_gain = std::mem::take(&mut scratch.gain[index]);
+            let [score, matched] = &mut scratch.score[index];
+            if *matched == 0.0 {
+                touched.push(doc);
+            }
+            *score += token.weight * doc_gain;
+            *matched += token.weight;
+            *best = best.max(*score * (1.0 + coverage * *matched));
+        }
+        scratch.token_docs = token_docs;
+        scratch.class_docs = class_docs;
+    }
+
+    /// Adds the gain of `token` to each of `docs` (ascending, selectable), looking each up in its
+    /// posting lists by galloping search; with `class_too` (a content token), as the larger of the
+    /// term's gain and the stem class's, exactly as [`Self::accumulate`] would, else (an optional
+    /// token) into the optional accumulator.
+    pub(super) fn look_up(
+        &self,
+        planned: &Planned<'_, '_>,
+        class_too: bool,
+        docs: &[u32],
+        scratch: &mut Scratch,
+    ) {
+        let token = planned.token;
+        let term = token
+            .term
+            .map(|term| (self.postings(term), planned.term_idf));
+        let class = (class_too && token.has_variants()).then(|| {
+            let lists: Vec<&[Posting]> = token.class.iter().map(|&m| self.postings(m)).collect();
+            // The class's document frequency: the live documents of the union of its lists.
+            for posting in lists.iter().flat_map(|list| list.iter()) {
+                if self.index.alive[posting.doc as usize] {
+                    scratch.mark(posting.doc);
+                }
+            }
+            let idf = self.idf(scratch.take_count());
+            (lists, idf)
+        });
+        let mut term_at = 0;
+        let mut class_at = vec![0usize; class.as_ref().map_or(0, |(lists, _)| lists.len())];
+        for &doc in docs {
+            let mut best: Option<f32> = None;
+            if let Some((postings, idf)) = term {
+                term_at = gallop(postings, term_at, doc);
+                if let Some(posting) = postings.get(term_at).filter(|p| p.doc == doc) {
+                    best = Some(self.gain(doc, posting.tf(), idf));
+                }
+            }
+            if let Some((lists, idf)) = &class {
+                let mut tf = [0u16; FIELDS];
+                let mut found = false;
+                for (list, at) in lists.iter().zip(class_at.iter_mut()) {
+                    *at = gallop(list, *at, doc);
+                    if let Some(posting) = list.get(*at).filter(|p| p.doc == doc) {
+                        found = true;
+                        for (total, tf) in tf.iter_mut().zip(posting.tf()) {
+                            *total = total.saturating_add(tf);
+                        }
+                    }
+                }
+                if found {
+                    let class_gain = self.gain(doc, tf, *idf);
+                    best = Some(best.map_or(class_gain, |gain| gain.max(class_gain)));
+                }
+            }
+            if let Some(gain) = best {
+                let accumulator = if class_too {
+                    &mut scratch.score
+                } else {
+                    &mut scratch.optional
+                };
+                let [score, matched] = &mut accumulator[doc as usize];
+                *score += token.weight * gain;
+                *matched += token.weight;
+            }
+        }
+    }
+}
+
+impl Scorer<'_> {
+    /// Adds the gain of the optional `token` to the documents of its posting list that content
+    /// tokens matched or that are `exact` matches: one pass over its list, cheaper than a lookup
+    /// per document when the list is short.
+    pub(super) fn scan_optional(
+        &self,
+        planned: &Planned<'_, '_>,
+        exact: &[u32],
+        scratch: &mut Scratch,
+    ) {
+        let token = planned.token;
+        let Some(term) = token.term else { return };
+        let postings = self.postings(term);
+        let idf = planned.term_idf;
+        for posting in postings {
+            let doc = posting.doc;
+            let found = scratch.score[doc as usize][1] != 0.0;
+            if found || (!exact.is_empty() && exact.binary_search(&doc).is_ok()) {
+                let [score, matched] = &mut scratch.optional[doc as usize];
+                *score += token.weight * self.gain(doc, posting.tf(), idf);
+                *matched += token.weight;
+            }
+        }
+    }
+}
+
+/// Final score from the two accumulators of a document.
+pub(super) fn combined(content: [f32; 2], optional: [f32; 2]) -> (f32, f32) {
+    (content[0] + optional[0], content[1] + optional[1])
+}

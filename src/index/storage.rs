@@ -1,0 +1,383 @@
+//! Storage of the index: documents, their groups, posting lists, upserts, removal and
+//! compaction.
+//!
+//! Removing a record only marks its document dead (queries skip it); the index compacts
+//! itself when dead documents exceed a quarter of all documents. Re-upserting an unchanged
+//! record (same content [`Record::fingerprint`]) is a no-op; a changed one is removed and added
+//! again, leaving other records alone. After every change the tie-break ordinals (each live
+//! document's position in `(group, tool, key)` order) are renumbered.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::doc_name::{ByTool, DocName};
+use super::postings::{Posting, PostingList};
+use super::record::Record;
+use super::record_tokens::{tokenize_all, Tokens, TOKENIZE_BATCH};
+use super::SearchIndex;
+
+#[derive(Debug)]
+pub(super) struct Doc {
+    pub(super) name: DocName,
+    fingerprint: u64,
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Group {
+    pub(super) name: Arc<str>,
+    /// Live members in browse order: (tool, key) -> doc.
+    pub(super) members: BTreeMap<ByTool, u32>,
+}
+
+impl SearchIndex {
+    /// Adds or replaces records by key. Unchanged records are left as they are.
+    pub fn upsert(&mut self, records: impl IntoIterator<Item = Record>) {
+        let mut records = records.into_iter();
+        self.upsert_batches(std::iter::from_fn(|| {
+            let batch: Vec<Record> = records.by_ref().take(TOKENIZE_BATCH).collect();
+            (!batch.is_empty()).then_some(batch)
+        }));
+    }
+
+    /// [`Self::upsert`] for records arriving in batches (e.g. converted from another language
+    /// while earlier batches are indexed): each batch is tokenized (in parallel when large) and
+    /// inserted in order, so a key given twice ends with its last record; the storage is trimmed
+    /// and the tie-break ordinals renumbered once, after the last batch.
+    pub fn upsert_batches(&mut self, batches: impl IntoIterator<Item = Vec<Record>>) {
+        let mut added = 0usize;
+        for batch in batches {
+            // Records already indexed with the same content are skipped before tokenizing.
+            let batch: Vec<Record> = batch
+                .into_iter()
+                .filter(|record| !self.holds(record, record.fingerprint()))
+                .collect();
+            let tokenized = tokenize_all(&batch);
+            for (record, tokens) in batch.into_iter().zip(tokenized) {
+                if let Some(doc) = self.doc_of(&record.key) {
+                    if self.holds(&record, tokens.fingerprint) {
+                        continue;
+                    }
+                    self.remove_doc(doc);
+                }
+                self.add_tokenized(record, tokens);
+                added += 1;
+            }
+        }
+        if added == 0 {
+            return;
+        }
+        if added >= TOKENIZE_BATCH {
+            // A bulk build leaves vectors with up to half their capacity unused.
+            self.shrink_to_fit();
+        }
+        self.maybe_compact();
+        self.renumber_ordinals();
+    }
+
+    /// Releases the unused capacity of the posting lists and per-document vectors.
+    fn shrink_to_fit(&mut self) {
+        for list in &mut self.postings {
+            list.shrink_to_fit();
+        }
+        self.postings.shrink_to_fit();
+        self.docs.shrink_to_fit();
+        self.alive.shrink_to_fit();
+        self.doc_group.shrink_to_fit();
+        self.doc_lens.shrink_to_fit();
+    }
+
+    /// The live document with key `key`.
+    pub(super) fn doc_of(&self, key: &str) -> Option<u32> {
+        self.by_key
+            .get(key)
+            .find(|&doc| self.docs[doc as usize].name.key() == key)
+    }
+
+    /// Whether `record` (with content `fingerprint`) is indexed unchanged.
+    fn holds(&self, record: &Record, fingerprint: u64) -> bool {
+        self.doc_of(&record.key).is_some_and(|doc| {
+            self.docs[doc as usize].fingerprint == fingerprint
+                && *self.groups[self.doc_group[doc as usize] as usize].name == *record.group
+                && self.docs[doc as usize].name.tool() == record.tool
+        })
+    }
+
+    /// Removes records by key; unknown keys are ignored.
+    pub fn remove<S: AsRef<str>>(&mut self, keys: impl IntoIterator<Item = S>) {
+        let mut changed = false;
+        for key in keys {
+            if let Some(doc) = self.doc_of(key.as_ref()) {
+                self.remove_doc(doc);
+                changed = true;
+            }
+        }
+        if changed {
+            self.maybe_compact();
+            self.renumber_ordinals();
+        }
+    }
+
+    /// Renumbers the tie-break ordinals in `(group, tool, key)` order.
+    fn renumber_ordinals(&mut self) {
+        self.tie_break_ordinals.clear();
+        self.tie_break_ordinals.resize(self.docs.len(), u32::MAX);
+        let mut ordinal = 0u32;
+        for &group in self.group_ids.values() {
+            for &doc in self.groups[group as usize].members.values() {
+                self.tie_break_ordinals[doc as usize] = ordinal;
+                ordinal += 1;
+            }
+        }
+    }
+
+    fn group_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.group_ids.get(name) {
+            return id;
+        }
+        let id = self.groups.len() as u32;
+        let name: Arc<str> = Arc::from(name);
+        self.groups.push(Group {
+            name: name.clone(),
+            members: BTreeMap::new(),
+        });
+        self.group_ids.insert(name, id);
+        id
+    }
+
+    fn add_tokenized(&mut self, record: Record, tokens: Tokens) {
+        let doc = self.docs.len() as u32;
+        let group = self.group_id(&record.group);
+        let name = DocName::new(&record.key, &record.tool);
+
+        let mut tfs = std::mem::take(&mut self.scratch_tfs);
+        tfs.clear();
+        for &(field, start, end) in &tokens.spans {
+            let term = self
+                .terms
+                .intern(&tokens.text[start as usize..end as usize]);
+            if term as usize == self.postings.len() {
+                self.postings.push(PostingList::default());
+            }
+            let tf = &mut tfs.entry(term).or_default()[field as usize];
+            *tf = tf.saturating_add(1);
+        }
+        let lens = tokens.lens;
+        for (term, tf) in tfs.drain() {
+            self.postings[term as usize].push(Posting::new(doc, tf));
+        }
+        self.scratch_tfs = tfs;
+
+        let doc_lens = lens.map(|len| len.min(u32::from(u16::MAX)) as u16);
+        for (total, len) in self.live_field_tokens.iter_mut().zip(doc_lens) {
+            *total += u64::from(len);
+        }
+        self.docs.push(Doc {
+            name: name.clone(),
+            fingerprint: tokens.fingerprint,
+        });
+        self.alive.push(true);
+        self.doc_group.push(group);
+        self.doc_lens.push(doc_lens);
+        self.live += 1;
+        self.by_key.insert(name.key(), doc);
+        self.by_tool_folded.insert(&record.tool.to_lowercase(), doc);
+        self.groups[group as usize]
+            .members
+            .insert(ByTool(name), doc);
+    }
+
+    fn remove_doc(&mut self, doc: u32) {
+        let index = doc as usize;
+        if !self.alive.get(index).copied().unwrap_or(false) {
+            return;
+        }
+        self.alive[index] = false;
+        self.live -= 1;
+        self.dead += 1;
+        for (total, len) in self.live_field_tokens.iter_mut().zip(self.doc_lens[index]) {
+            *total = total.saturating_sub(u64::from(len));
+        }
+        let name = &self.docs[index].name;
+        self.by_key.remove(name.key(), doc);
+        self.by_tool_folded.remove(&name.tool().to_lowercase(), doc);
+        self.groups[self.doc_group[index] as usize]
+            .members
+            .remove(&ByTool(name.clone()));
+    }
+
+    fn maybe_compact(&mut self) {
+        if self.dead > 0 && self.dead * 4 > self.docs.len() {
+            self.compact();
+        }
+    }
+
+    /// Drops dead documents and unused terms, renumbering documents in order.
+    pub fn compact(&mut self) {
+        if self.dead == 0 {
+            return;
+        }
+        let mut remap = vec![u32::MAX; self.docs.len()];
+        let mut next = 0u32;
+        for (slot, &alive) in remap.iter_mut().zip(&self.alive) {
+            if alive {
+                *slot = next;
+                next += 1;
+            }
+        }
+        let docs = std::mem::take(&mut self.docs);
+        let doc_lens = std::mem::take(&mut self.doc_lens);
+        let doc_group = std::mem::take(&mut self.doc_group);
+        let alive = std::mem::take(&mut self.alive);
+        let columns = docs.into_iter().zip(doc_lens).zip(doc_group).zip(alive);
+        for (((entry, lens), group), is_alive) in columns {
+            if is_alive {
+                self.docs.push(entry);
+                self.doc_lens.push(lens);
+                self.doc_group.push(group);
+                self.alive.push(true);
+            }
+        }
+        self.dead = 0;
+
+        let mut postings = std::mem::take(&mut self.postings);
+        for list in &mut postings {
+            list.retain_mut(|posting| {
+                let new = remap[posting.doc as usize];
+                posting.doc = new;
+                new != u32::MAX
+            });
+        }
+        let mut term_remap = vec![u32::MAX; postings.len()];
+        let mut kept: Vec<PostingList> = Vec::with_capacity(postings.len());
+        for (slot, list) in term_remap.iter_mut().zip(postings) {
+            if !list.is_empty() {
+                *slot = kept.len() as u32;
+                kept.push(list);
+            }
+        }
+        self.terms.remap(&term_remap);
+        self.postings = kept;
+
+        self.by_key.remap(&remap);
+        self.by_tool_folded.remap(&remap);
+        for group in &mut self.groups {
+            for doc in group.members.values_mut() {
+                *doc = remap[*doc as usize];
+            }
+        }
+        // Document ids moved, so the tie-break ordinals must follow them.
+        self.renumber_ordinals();
+    }
+
+    /// Number of document slots, dead ones included (for tests of compaction).
+    #[cfg(test)]
+    fn slots(&self) -> usize {
+        self.docs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{github_index, record, search};
+    use super::*;
+    #[test]
+    fn upsert_replaces_and_remove_forgets() {
+        let mut index = github_index();
+        assert_eq!(index.len(), 17);
+        index.upsert([record("crm", "customer_name", "Find invoices")]);
+        assert_eq!(index.len(), 17);
+        assert_eq!(search(&index, "display", None, 0, 10).0, 0);
+        assert_eq!(
+            search(&index, "invoices", None, 0, 10).1,
+            ["crm__customer_name"]
+        );
+        // A key moving to another group is re-filed.
+        let mut moved = record("billing", "customer_name", "Find invoices");
+        moved.key = "crm__customer_name".into();
+        index.upsert([moved]);
+        assert_eq!(search(&index, "", Some(&["crm"]), 0, 10).0, 1);
+        assert_eq!(
+            search(&index, "", Some(&["billing"]), 0, 10).1,
+            ["crm__customer_name"]
+        );
+        index.remove(["crm__customer_name", "unknown", "crm__customer_name"]);
+        assert_eq!(index.len(), 16);
+        assert_eq!(search(&index, "invoices", None, 0, 10).0, 0);
+        assert!(!index
+            .keys()
+            .iter()
+            .any(|key| &**key == "crm__customer_name"));
+        assert_eq!(
+            search(&index, "customer_name", None, 0, 10).1,
+            ["crm__update_customer"]
+        );
+    }
+
+    #[test]
+    fn unchanged_upsert_is_a_no_op() {
+        let mut index = github_index();
+        let slots = index.slots();
+        index.upsert([record(
+            "crm",
+            "customer_name",
+            "Look up the display name for a customer ID.",
+        )]);
+        assert_eq!(index.slots(), slots);
+        index.upsert([record("crm", "customer_name", "Changed")]);
+        assert_eq!(index.slots(), slots + 1);
+    }
+
+    #[test]
+    fn compaction_keeps_results() {
+        let mut index = SearchIndex::new();
+        index.upsert((0..100).map(|i| {
+            record(
+                "g",
+                &format!("tool_{i:03}"),
+                &format!("word{} common", i % 7),
+            )
+        }));
+        let before = search(&index, "word3 common", None, 0, 100);
+        index.remove(
+            (0..100)
+                .filter(|i| i % 2 == 1)
+                .map(|i| format!("g__tool_{i:03}")),
+        );
+        assert_eq!(index.len(), 50);
+        assert_eq!(
+            index.slots(),
+            50,
+            "more than a quarter dead triggers compaction"
+        );
+        let after = search(&index, "word3 common", None, 0, 100);
+        let expected: Vec<String> = before
+            .1
+            .into_iter()
+            .filter(|key| {
+                key[key.len() - 1..]
+                    .parse::<u32>()
+                    .is_ok_and(|d| d % 2 == 0)
+            })
+            .collect();
+        assert_eq!(after.1, expected);
+        assert_eq!(after.0, 50);
+        // A freshly built index gives the same ranking.
+        let mut fresh = SearchIndex::new();
+        fresh.upsert((0..100).filter(|i| i % 2 == 0).map(|i| {
+            record(
+                "g",
+                &format!("tool_{i:03}"),
+                &format!("word{} common", i % 7),
+            )
+        }));
+        assert_eq!(search(&fresh, "word3 common", None, 0, 100).1, after.1);
+        assert_eq!(
+            search(&fresh, "", None, 0, 100),
+            search(&index, "", None, 0, 100)
+        );
+        // Still usable after compaction.
+        index.upsert([record("g", "tool_001", "brand new")]);
+        assert_eq!(search(&index, "brand", None, 0, 10).1, ["g__tool_001"]);
+        assert_eq!(search(&index, "tool_001", None, 0, 1).1, ["g__tool_001"]);
+    }
+}
