@@ -2,7 +2,7 @@
 //!
 //! Every token of a record or a query (see [`crate::tokenize`]) is looked up by its *term*:
 //! [`term`] maps a token made only of ASCII letters to its Snowball (Porter2) English stem, so
-//! `restaurants`, `restaurant`, `calculating` and `calculate` meet (`restaurant`, `calcul`);
+//! `restaurants`, `restaurant`, `calculating` and `calculate` meet (`restaur`, `calcul`);
 //! any other token (non-Latin scripts, words with diacritics, identifiers with digits or `_`) is
 //! its own term. Matching stays whole-word: a stem never matches inside another word.
 //!

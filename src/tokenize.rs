@@ -20,6 +20,7 @@
 //! Matching is whole-token only: `me` never matches inside `comment`.
 
 use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
+use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
 /// Tokens longer than this many bytes are dropped (they are never useful search terms, and
 /// dropping them bounds the dictionary). Queries and records are treated alike.
@@ -34,7 +35,7 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 thread_local! {
     /// Buffers reused by every tokenizer run on this thread: an index build tokenizes millions of
-    /// short texts, and allocating fresh buffers for each was a large share of its time.
+    /// short texts, which then allocate nothing of their own.
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
@@ -213,32 +214,18 @@ fn is_separator(c: char) -> bool {
     c == '_' || c == '-'
 }
 
-/// Letters, digits, and the combining marks that continue a word (so decomposed diacritics
-/// and Indic vowel signs / viramas do not split words).
+/// Letters, digits, and the characters that continue a word: combining marks (Unicode general
+/// categories `Mn`, `Mc`, `Me`: decomposed diacritics, Indic, Khmer and Myanmar vowel signs and
+/// viramas) and the zero-width (non-)joiners.
 pub fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || is_combining_mark(c)
+    c.is_alphanumeric() || continues_word(c)
 }
 
-fn is_combining_mark(c: char) -> bool {
-    matches!(
-        c,
-        '\u{300}'..='\u{36f}'
-            | '\u{483}'..='\u{489}'
-            | '\u{591}'..='\u{5bd}'
-            | '\u{610}'..='\u{61a}'
-            | '\u{64b}'..='\u{65f}'
-            | '\u{900}'..='\u{963}'
-            | '\u{966}'..='\u{96f}'
-            | '\u{971}'..='\u{dff}'
-            | '\u{e31}'..='\u{e3a}'
-            | '\u{e47}'..='\u{e4e}'
-            | '\u{1ab0}'..='\u{1aff}'
-            | '\u{1dc0}'..='\u{1dff}'
-            | '\u{200c}'..='\u{200d}'
-            | '\u{20d0}'..='\u{20ff}'
-            | '\u{fe00}'..='\u{fe0f}'
-            | '\u{fe20}'..='\u{fe2f}'
-    )
+fn continues_word(c: char) -> bool {
+    if c.is_ascii() {
+        return false;
+    }
+    c == '\u{200c}' || c == '\u{200d}' || c.general_category_group() == GeneralCategoryGroup::Mark
 }
 
 /// Han, Hiragana, Katakana and Hangul characters (the scripts written without spaces, or,
@@ -334,6 +321,18 @@ mod tests {
         assert_eq!(toks("Cà phê SỮA đá"), ["cà", "phê", "sữa", "đá"]);
         assert_eq!(toks("ΟΔΟΣ οδος"), ["οδοσ", "οδοσ"]);
         assert_eq!(toks("हिन्दी भाषा"), ["हिन्दी", "भाषा"]);
+    }
+
+    #[test]
+    fn khmer_and_myanmar_marks_join_words() {
+        // U+17CC KHMER SIGN ROBAT and U+17D2 KHMER SIGN COENG (both Mn) continue the word.
+        assert_eq!(toks("ក៌ខ"), ["ក៌ខ"]);
+        assert_eq!(toks("ស្វែងរក ពាក្យ"), ["ស្វែងរក", "ពាក្យ"]);
+        // U+103A MYANMAR SIGN ASAT (Mn) and the vowel signs (Mc) too.
+        assert_eq!(toks("မြန်မာ စကားလုံး"), ["မြန်မာ", "စကားလုံး"]);
+        // Zero-width joiners stay inside a word; punctuation and symbols still split.
+        assert_eq!(toks("क्\u{200d}ष"), ["क्\u{200d}ष"]);
+        assert_eq!(toks("हिन्दी।भाषा"), ["हिन्दी", "भाषा"]);
     }
 
     #[test]

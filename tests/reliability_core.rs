@@ -1,4 +1,4 @@
-//! Property tests of the core (issue 6, point 2): search pages cover the ranking exactly once, each page
+//! Property tests of the core: search pages cover the ranking exactly once, each page
 //! within its byte budget, and rankings are deterministic whatever the history of the index.
 //!
 //! This is a cargo integration test (the Python tests beside it are ignored by cargo, and pytest ignores
@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use toolproxy_core::index::{ParameterText, Record, SearchIndex};
+use toolproxy_core::names::canonical_name;
 use toolproxy_core::page::{page_size, plan_page};
 
 const WORDS: [&str; 12] = [
@@ -22,7 +23,7 @@ fn record(group: usize, tool: &[usize], description: &[usize], serial: usize) ->
     let tool_name = format!("{tool_name}_{serial}");
     let group = GROUPS[group].to_owned();
     Record {
-        key: format!("{group}__{tool_name}"),
+        key: canonical_name(&group, &tool_name),
         group,
         tool: tool_name,
         description: description

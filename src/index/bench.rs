@@ -34,7 +34,7 @@ fn corpus(count: usize) -> Vec<Record> {
                 texts: Vec::new(),
             };
             Record {
-                key: format!("{group}__{tool}"),
+                key: crate::names::canonical_name(&group, &tool),
                 group,
                 tool,
                 description,

@@ -196,7 +196,7 @@ mod tests {
 
     fn record(group: &str, tool: &str, description: &str, params: &[&str]) -> Record {
         Record {
-            key: format!("{group}__{tool}"),
+            key: crate::names::canonical_name(group, tool),
             group: group.to_owned(),
             tool: tool.to_owned(),
             description: description.to_owned(),
