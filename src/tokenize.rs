@@ -60,6 +60,22 @@ struct Scratch {
 
 impl Scratch {
     fn text(&mut self, text: &str, emit: &mut impl FnMut(&str)) {
+        if text.is_ascii() {
+            // The same chunks, found byte by byte (most tool text is ASCII).
+            let bytes = text.as_bytes();
+            let is_chunk_byte = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+            let mut at = 0;
+            while let Some(start) = bytes[at..].iter().position(is_chunk_byte) {
+                let start = at + start;
+                let end = bytes[start..]
+                    .iter()
+                    .position(|b| !is_chunk_byte(b))
+                    .map_or(bytes.len(), |len| start + len);
+                self.chunk(&text[start..end], emit);
+                at = end;
+            }
+            return;
+        }
         let mut rest = text;
         while let Some(start) = rest.find(is_chunk_char) {
             let tail = &rest[start..];
@@ -89,6 +105,11 @@ impl Scratch {
         }
         if self.compound.len() <= MAX_TOKEN_BYTES {
             push_lowercase(&mut self.compound, piece);
+        }
+        if piece.is_ascii() {
+            // No CJK character: one word run.
+            self.word_run(piece, emit);
+            return;
         }
         let mut rest = piece;
         while let Some(first) = rest.chars().next() {
@@ -182,6 +203,11 @@ fn cjk_run(run: &str, emit: &mut impl FnMut(&str)) {
 /// NFC makes precomposed and decomposed diacritics (`ệ` and `e` + U+0323 + U+0302) one token.
 fn push_lowercase(out: &mut String, text: &str) {
     let start = out.len();
+    if text.is_ascii() {
+        out.push_str(text);
+        out[start..].make_ascii_lowercase();
+        return;
+    }
     for c in text.chars() {
         match c {
             'ß' | 'ẞ' => out.push_str("ss"),

@@ -172,7 +172,7 @@ impl SearchIndex {
                 && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
         };
         let folded = query.trim().to_lowercase();
-        // Candidates by name hash, checked against the documents' own (folded) tool names.
+        // Documents by name hash, checked against the documents' own (folded) tool names.
         let named = |doc: &u32, folded: &str| {
             let tool = self.docs[*doc as usize].name.tool();
             tool.eq_ignore_ascii_case(folded) || (!tool.is_ascii() && tool.to_lowercase() == folded)

@@ -76,3 +76,121 @@ fn keyword_search_over_100k() {
     index.remove(keys.iter().map(|k| &**k));
     println!("remove 30k + compact: {:?}", started.elapsed());
 }
+
+/// Records from a file of tab-separated `key group tool description names texts` lines (names and
+/// texts separated by U+001F), e.g. the benchmark corpus exported from Python.
+fn records_from(path: &str) -> Vec<Record> {
+    let text = std::fs::read_to_string(path).expect("records file");
+    let split = |field: &str| -> Vec<String> {
+        field
+            .split('\u{1f}')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    text.lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split('\t').collect();
+            Record {
+                key: fields[0].to_owned(),
+                group: fields[1].to_owned(),
+                tool: fields[2].to_owned(),
+                description: fields[3].to_owned(),
+                parameter_text: ParameterText {
+                    names: split(fields[4]),
+                    texts: split(fields[5]),
+                },
+            }
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "timing; TOOLPROXY_RECORDS=file, run with --release --ignored --nocapture"]
+fn build_phases() {
+    let Ok(path) = std::env::var("TOOLPROXY_RECORDS") else {
+        return;
+    };
+    let records = records_from(&path);
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(5);
+    let mut builds = Vec::new();
+    let mut tokenizes = Vec::new();
+    for _ in 0..rounds {
+        let copy = records.clone();
+        let started = Instant::now();
+        let tokens: Vec<_> = copy
+            .iter()
+            .map(super::record_tokens::Tokens::of_record)
+            .collect();
+        tokenizes.push(started.elapsed());
+        drop(tokens);
+        let started = Instant::now();
+        let mut index = SearchIndex::new();
+        index.upsert(copy);
+        builds.push(started.elapsed());
+        std::hint::black_box(&index);
+    }
+    tokenizes.sort();
+    builds.sort();
+    println!(
+        "{} records: tokenize (1 thread) median {:?}, build median {:?} (all {builds:?})",
+        records.len(),
+        tokenizes[rounds / 2],
+        builds[rounds / 2]
+    );
+}
+
+/// The first search of a thread (its accumulators not yet allocated) over the records of
+/// `TOOLPROXY_RECORDS`, each of the queries of `TOOLPROXY_QUERIES` (one a line) on a new thread.
+#[test]
+#[ignore = "timing; TOOLPROXY_RECORDS=file TOOLPROXY_QUERIES=file, run with --release --ignored --nocapture"]
+fn first_search() {
+    let (Ok(records), Ok(queries)) = (
+        std::env::var("TOOLPROXY_RECORDS"),
+        std::env::var("TOOLPROXY_QUERIES"),
+    ) else {
+        return;
+    };
+    let mut index = SearchIndex::new();
+    index.upsert(records_from(&records));
+    let queries = std::fs::read_to_string(queries).expect("queries file");
+    let index = &index;
+    let time = |query: &str| {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    let started = Instant::now();
+                    std::hint::black_box(index.search(query, None, 0, 5));
+                    started.elapsed()
+                })
+                .join()
+                .unwrap()
+        })
+    };
+    let mut first: Vec<_> = queries.lines().map(time).collect();
+    first.sort();
+    let later: Vec<_> = {
+        let mut samples = Vec::new();
+        for query in queries.lines() {
+            let started = Instant::now();
+            std::hint::black_box(index.search(query, None, 0, 5));
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        samples
+    };
+    let at = |samples: &[std::time::Duration], q: f64| {
+        samples[((samples.len() - 1) as f64 * q).round() as usize]
+    };
+    println!(
+        "{} queries: first search on a thread median {:?} p95 {:?}; later median {:?} p95 {:?}",
+        first.len(),
+        at(&first, 0.5),
+        at(&first, 0.95),
+        at(&later, 0.5),
+        at(&later, 0.95)
+    );
+}

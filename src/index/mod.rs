@@ -107,8 +107,6 @@ pub struct SearchIndex {
     by_tool_folded: DocsByHash,
     groups: Vec<Group>,
     group_ids: BTreeMap<Arc<str>, u32>,
-    /// Per-record term frequencies, kept between `add_tokenized` calls so its table is allocated once.
-    scratch_tfs: FoldHashMap<u32, [u8; FIELDS]>,
     /// Group descriptions, indexed once per group ([`group_text`]).
     group_texts: GroupTexts,
 }

@@ -35,13 +35,16 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
+    /// Makes room for `docs` documents. Every entry is zero, so a larger index gets new zeroed
+    /// vectors (`vec![0; n]` is a zeroed allocation: the pages a query never touches are never
+    /// written, which keeps a thread's first search on a large index cheap).
     pub(super) fn fit(&mut self, docs: usize) {
         if self.score.len() < docs {
-            self.score.resize(docs, [0.0; 2]);
-            self.optional.resize(docs, [0.0; 2]);
-            self.gain.resize(docs, 0.0);
-            self.class_tf.resize(docs, [0; FIELDS]);
-            self.marks.resize(docs.div_ceil(64), 0);
+            self.score = vec![[0.0; 2]; docs];
+            self.optional = vec![[0.0; 2]; docs];
+            self.gain = vec![0.0; docs];
+            self.class_tf = vec![[0; FIELDS]; docs];
+            self.marks = vec![0; docs.div_ceil(64)];
         }
     }
 
@@ -186,7 +189,7 @@ impl<'i> Scorer<'i> {
 
     /// Scores `token` over its whole posting lists: adds its gain to every selectable document it
     /// matches, recording newly matched documents in `touched` and raising `best` to the highest
-    /// score so far (with its coverage factor, over `query_tokens` tokens).
+    /// score so far (with its coordination factor, over `query_tokens` tokens).
     pub(super) fn accumulate(
         &self,
         planned: &Planned<'_, '_>,
@@ -196,7 +199,9 @@ impl<'i> Scorer<'i> {
         scratch: &mut Scratch,
     ) {
         let token = planned.token;
-        let coverage = COORDINATION_WEIGHT / query_tokens;
+        // `1 + per_weight * matched`: the coordination factor, rounded differently from
+        // `bm25f::coordination` (`best` only decides when a threshold is worth computing).
+        let per_weight = COORDINATION_WEIGHT / query_tokens;
         // Without other terms of its stem, a token's gain is its own term's: added directly.
         // Otherwise the two gains meet in `scratch.gain` and the larger is added.
         let variants = token.has_variants();
@@ -223,7 +228,7 @@ impl<'i> Scorer<'i> {
                 }
                 *score += token.weight * doc_gain;
                 *matched += token.weight;
-                *best = best.max(*score * (1.0 + coverage * *matched));
+                *best = best.max(*score * (1.0 + per_weight * *matched));
             }
         }
         if !variants {
@@ -268,7 +273,7 @@ impl<'i> Scorer<'i> {
             }
             *score += token.weight * doc_gain;
             *matched += token.weight;
-            *best = best.max(*score * (1.0 + coverage * *matched));
+            *best = best.max(*score * (1.0 + per_weight * *matched));
         }
         scratch.token_docs = token_docs;
         scratch.class_docs = class_docs;

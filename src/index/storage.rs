@@ -7,13 +7,14 @@
 //! again, leaving other records alone. After every change the tie-break ordinals (each live
 //! document's position in `(group, tool, key)` order) are renumbered.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::doc_name::{ByTool, DocName};
 use super::postings::{Posting, PostingList};
 use super::record::Record;
-use super::record_tokens::{tokenize_all, Tokens, TOKENIZE_BATCH};
+use super::record_tokens::{tokenize_all, tokenize_threads, Fingerprinted, Tokens, TOKENIZE_BATCH};
 use super::SearchIndex;
 
 #[derive(Debug)]
@@ -29,6 +30,18 @@ pub(super) struct Group {
     pub(super) members: BTreeMap<ByTool, u32>,
 }
 
+/// `tool` lower-cased (as exact-name matching compares it), without a copy when it already is.
+fn folded(tool: &str) -> Cow<'_, str> {
+    if tool
+        .bytes()
+        .any(|b| !b.is_ascii() || b.is_ascii_uppercase())
+    {
+        Cow::Owned(tool.to_lowercase())
+    } else {
+        Cow::Borrowed(tool)
+    }
+}
+
 impl SearchIndex {
     /// Adds or replaces records by key. Unchanged records are left as they are.
     pub fn upsert(&mut self, records: impl IntoIterator<Item = Record>) {
@@ -41,28 +54,36 @@ impl SearchIndex {
 
     /// [`Self::upsert`] for records arriving in batches (e.g. converted from another language
     /// while earlier batches are indexed): each batch is tokenized (in parallel when large) and
-    /// inserted in order, so a key given twice ends with its last record; the storage is trimmed
-    /// and the tie-break ordinals renumbered once, after the last batch.
+    /// inserted in order, so a key given twice ends with its last record; while one batch is
+    /// inserted, the next is tokenized on another thread. The storage is trimmed and the
+    /// tie-break ordinals renumbered once, after the last batch.
     pub fn upsert_batches(&mut self, batches: impl IntoIterator<Item = Vec<Record>>) {
+        let threads = tokenize_threads();
+        let mut batches = batches.into_iter();
         let mut added = 0usize;
-        for batch in batches {
-            // Records already indexed with the same content are skipped before tokenizing.
-            let batch: Vec<Record> = batch
-                .into_iter()
-                .filter(|record| !self.holds(record, record.fingerprint()))
-                .collect();
-            let tokenized = tokenize_all(&batch);
-            for (record, tokens) in batch.into_iter().zip(tokenized) {
-                if let Some(doc) = self.doc_of(&record.key) {
-                    if self.holds(&record, tokens.fingerprint) {
-                        continue;
-                    }
-                    self.remove_doc(doc);
-                }
-                self.add_tokenized(record, tokens);
-                added += 1;
+        std::thread::scope(|scope| {
+            let mut next = batches.next().map(|batch| {
+                let held = self.held(&batch);
+                let tokens = tokenize_all(&batch, &held, threads);
+                (batch, tokens)
+            });
+            while let Some((batch, tokens)) = next.take() {
+                let following = batches.next().map(|batch| {
+                    let held = self.held(&batch);
+                    // One thread fewer: this one inserts meanwhile.
+                    scope.spawn(move || {
+                        let tokens = tokenize_all(&batch, &held, threads.saturating_sub(1).max(1));
+                        (batch, tokens)
+                    })
+                });
+                added += self.insert_batch(batch, tokens);
+                next = following.map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                });
             }
-        }
+        });
         if added == 0 {
             return;
         }
@@ -72,6 +93,43 @@ impl SearchIndex {
         }
         self.maybe_compact();
         self.renumber_ordinals();
+    }
+
+    /// The fingerprint of each record of `batch`, and whether it is indexed with the same content
+    /// now (then it is not tokenized; [`Self::insert_batch`] checks it again, against the index
+    /// as it is then).
+    fn held(&self, batch: &[Record]) -> Vec<Fingerprinted> {
+        batch
+            .iter()
+            .map(|record| {
+                let fingerprint = record.fingerprint();
+                (fingerprint, self.holds(record, fingerprint))
+            })
+            .collect()
+    }
+
+    /// Inserts a tokenized batch in order (`None`: not tokenized, as it was held unchanged);
+    /// returns the number of records added.
+    fn insert_batch(&mut self, batch: Vec<Record>, tokens: Vec<Option<Tokens>>) -> usize {
+        let mut added = 0;
+        for (record, tokens) in batch.into_iter().zip(tokens) {
+            let tokens = match tokens {
+                Some(tokens) => tokens,
+                // Held when the batch was tokenized; an earlier batch of this upsert may have
+                // replaced it since.
+                None if self.holds(&record, record.fingerprint()) => continue,
+                None => Tokens::of_record(&record),
+            };
+            if let Some(doc) = self.doc_of(&record.key) {
+                if self.holds(&record, tokens.fingerprint) {
+                    continue;
+                }
+                self.remove_doc(doc);
+            }
+            self.add_tokenized(record, tokens);
+            added += 1;
+        }
+        added
     }
 
     /// Releases the unused capacity of the posting lists and per-document vectors.
@@ -149,23 +207,14 @@ impl SearchIndex {
         let group = self.group_id(&record.group);
         let name = DocName::new(&record.key, &record.tool);
 
-        let mut tfs = std::mem::take(&mut self.scratch_tfs);
-        tfs.clear();
-        for &(field, start, end) in &tokens.spans {
-            let term = self
-                .terms
-                .intern(&tokens.text[start as usize..end as usize]);
+        for (token, tf) in tokens.each_term() {
+            let term = self.terms.intern(token);
             if term as usize == self.postings.len() {
                 self.postings.push(PostingList::default());
             }
-            let tf = &mut tfs.entry(term).or_default()[field as usize];
-            *tf = tf.saturating_add(1);
-        }
-        let lens = tokens.lens;
-        for (term, tf) in tfs.drain() {
             self.postings[term as usize].push(Posting::new(doc, tf));
         }
-        self.scratch_tfs = tfs;
+        let lens = tokens.lens;
 
         let doc_lens = lens.map(|len| len.min(u32::from(u16::MAX)) as u16);
         for (total, len) in self.live_field_tokens.iter_mut().zip(doc_lens) {
@@ -180,7 +229,7 @@ impl SearchIndex {
         self.doc_lens.push(doc_lens);
         self.live += 1;
         self.by_key.insert(name.key(), doc);
-        self.by_tool_folded.insert(&record.tool.to_lowercase(), doc);
+        self.by_tool_folded.insert(&folded(&record.tool), doc);
         self.groups[group as usize]
             .members
             .insert(ByTool(name), doc);
@@ -199,7 +248,7 @@ impl SearchIndex {
         }
         let name = &self.docs[index].name;
         self.by_key.remove(name.key(), doc);
-        self.by_tool_folded.remove(&name.tool().to_lowercase(), doc);
+        self.by_tool_folded.remove(&folded(name.tool()), doc);
         self.groups[self.doc_group[index] as usize]
             .members
             .remove(&ByTool(name.clone()));
@@ -379,5 +428,19 @@ mod tests {
         index.upsert([record("g", "tool_001", "brand new")]);
         assert_eq!(search(&index, "brand", None, 0, 10).1, ["g__tool_001"]);
         assert_eq!(search(&index, "tool_001", None, 0, 1).1, ["g__tool_001"]);
+    }
+
+    #[test]
+    fn a_later_batch_restores_what_an_earlier_batch_replaced() {
+        // The second batch is checked for records held unchanged before the first is inserted:
+        // its record equal to the indexed one must still replace the first batch's.
+        let mut index = SearchIndex::new();
+        let original = record("crm", "lookup", "find a customer");
+        index.upsert([original.clone(), record("crm", "other", "filler")]);
+        let changed = record("crm", "lookup", "find an invoice");
+        index.upsert_batches([vec![changed], vec![original]]);
+        assert_eq!(search(&index, "customer", None, 0, 10).1, ["crm__lookup"]);
+        assert_eq!(search(&index, "invoice", None, 0, 10).0, 0);
+        assert_eq!(index.len(), 2);
     }
 }
