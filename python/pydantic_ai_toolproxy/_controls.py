@@ -14,8 +14,8 @@ from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._call import run_call
-from ._codeact import CONTROLS_POLICY, ControlsPolicy, harness_run, mark_controls
 from ._instructions import call_description, group_summary, search_description
+from ._interop import CONTROLS_POLICY, ControlsPolicy, interop_for
 from ._runtime import ProxyRuntime
 from ._search import run_search
 
@@ -59,7 +59,7 @@ class ControlToolset(FunctionToolset[Any]):
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         # In an a13n-harness run, the call control is marked as a call envelope so CodeAct resolves it to the target.
-        return mark_controls(harness_run(ctx), await super().get_tools(ctx), self.runtime.config.call_name)
+        return interop_for(ctx).mark_controls(await super().get_tools(ctx), self.runtime.config.call_name)
 
     @property
     def tool_name_conflict_hint(self) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
-from ._members import GroupMemberToolset
+from ._members import GroupMemberToolset, SurfaceOwner
 from ._names import canonical_name, local_name
 from ._same import same_value
 
@@ -65,7 +65,11 @@ class Directory:
     step, which the capability checks for a wrapper that re-owns the proxy's tools."""
 
     @classmethod
-    def from_tools(cls, tools: dict[str, ToolsetTool[Any]], owner: object, group_order: list[str]) -> Directory:
+    def from_tools(
+        cls, tools: Mapping[str, ToolsetTool[Any]], owner: SurfaceOwner, group_order: Sequence[str]
+    ) -> Directory:
+        """The directory of one step's prepared `tools` (name -> tool): the members whose toolset `owner` owns,
+        `groups` in `group_order` (only groups with members), and the other tools' toolsets."""
         members: dict[str, ToolsetTool[Any]] = {}
         group_toolsets: dict[str, GroupMemberToolset[Any]] = {}
         names: list[str] = []
@@ -138,7 +142,7 @@ class DirectoryCache:
     entry whose manager is gone is dropped at the next insertion, so a finished step's tools are not kept alive.
     """
 
-    def __init__(self, owner: object, group_order: list[str], size: int = 64) -> None:
+    def __init__(self, owner: SurfaceOwner, group_order: Sequence[str], size: int = 64) -> None:
         self._owner = owner
         self._group_order = group_order
         self._size = size

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic_ai.capabilities import WrapperCapability
 from pydantic_ai.exceptions import UserError
@@ -19,13 +19,18 @@ from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._codeact import harness_run, member_tool, source_tool
+from ._interop import interop_for
 from ._messages import encodes
 from ._names import SEPARATOR, canonical_name, local_name
 from ._private import DynamicToolset
 from ._same import same_value
 
-__all__ = ('GroupMemberToolset', 'GroupSourceCapability', 'unsupported_member_reason')
+__all__ = (
+    'GroupMemberToolset',
+    'GroupSourceCapability',
+    'SurfaceOwner',
+    'unsupported_member_reason',
+)
 
 _T = TypeVar('_T')
 
@@ -145,20 +150,29 @@ def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
     return None
 
 
+class SurfaceOwner(Protocol):
+    """What a member needs of the proxy surface that owns it: the owner is also the identity token by which the
+    controls tell their own members from other tools (`_runtime.ProxyRuntime` is the implementation)."""
+
+    def group_description(self, group: str) -> str:
+        """The configured description of `group` ('' for a group the surface does not have)."""
+        ...
+
+
 @dataclass
 class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     """Registers a group's tools under `{group}__{tool}` and withholds the source's instructions.
 
     Each tool keeps its metadata, validator, retry budget and `toolset_id`; only the name changes.
-    `owner` is the identity token of the `ToolProxyCapability` that owns the group, so the controls can
-    tell their own members from any other tool in the current step's `ToolManager`.
+    `owner` is the runtime of the `ToolProxyCapability` that owns the group (a `SurfaceOwner`): the identity
+    token by which the controls tell their own members from any other tool in the current step's `ToolManager`.
 
     Raises:
         UserError: from `get_tools`, when a tool of the source cannot be a proxy target, naming group and tool.
     """
 
     group: str = ''
-    owner: object = None
+    owner: SurfaceOwner | None = None
     _last: tuple[
         dict[str, tuple[ToolsetTool[AgentDepsT], str, ToolsetTool[AgentDepsT]]], dict[str, ToolsetTool[AgentDepsT]]
     ] = field(default_factory=lambda: ({}, {}), init=False, repr=False, compare=False)
@@ -182,8 +196,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     @property
     def description(self) -> str:
         """The group's description, as configured on the owning proxy."""
-        descriptions: dict[str, str] = getattr(self.owner, 'descriptions', {})
-        return descriptions.get(self.group, '')
+        return self.owner.group_description(self.group) if self.owner is not None else ''
 
     @property
     def label(self) -> str:
@@ -207,16 +220,17 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         Raises:
             UserError: a tool that cannot be a proxy target, naming group and tool.
         """
-        harness = harness_run(ctx)
+        interop = interop_for(ctx)
+        cached = not interop.harness_run  # harness members carry run-bound markers: rebuilt every listing
         previous, previous_result = self._last
-        if harness is None and len(tools) == len(previous) and _unchanged_listing(tools, previous):
+        if cached and len(tools) == len(previous) and _unchanged_listing(tools, previous):
             return dict(previous_result)
         result: dict[str, ToolsetTool[AgentDepsT]] = {}
         last_toolset: object = None
         last_id: str | None = None
         renamed: dict[str, tuple[ToolsetTool[AgentDepsT], str, ToolsetTool[AgentDepsT]]] = {}
         for name, tool in tools.items():
-            if harness is None and (hit := previous.get(name)) is not None and _same_tool(hit[0], tool):
+            if cached and (hit := previous.get(name)) is not None and _same_tool(hit[0], tool):
                 result[hit[1]] = hit[2]
                 renamed[name] = hit
                 continue
@@ -243,12 +257,12 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
             member = _copy_with(
                 tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id)
             )
-            if harness is not None:
-                member = member_tool(harness, tool, member, name, self.group, self.description)
-            else:
+            if cached:
                 renamed[name] = (tool, canonical, member)
+            else:
+                member = interop.mark_member(tool, member, name, self.group, self.description)
             result[canonical] = member
-        if harness is None:
+        if cached:
             self._last = (renamed, dict(result))
         return result
 
@@ -257,7 +271,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     ) -> Any:
         local = local_name(name, self.group)
         ctx = replace(ctx, tool_name=local)
-        source = source_tool(tool)
+        source = interop_for(ctx).source_tool(tool)
         if source is not None:
             return await self.wrapped.call_tool(local, tool_args, ctx, source)
         tool = replace(tool, tool_def=replace(tool.tool_def, name=local))
@@ -290,11 +304,12 @@ class GroupSourceCapability(WrapperCapability[AgentDepsT]):
     Everything else (hooks, `for_agent`/`for_run` binding and replacement, capability-level instructions,
     model settings, MCP lifecycle) stays the source's own, through `WrapperCapability` delegation. The
     source's toolset is read only where Pydantic AI reads it (agent construction and per-run re-extraction),
-    never at definition time.
+    never at definition time. `owner` is the runtime of the surface the group belongs to (see
+    `GroupMemberToolset`); hosts get one from `ToolProxyCapability.group_source`.
     """
 
     group: str = ''
-    owner: object = None
+    owner: SurfaceOwner | None = None
 
     def get_toolset(self) -> AgentToolset[AgentDepsT] | None:
         toolset = self.wrapped.get_toolset()

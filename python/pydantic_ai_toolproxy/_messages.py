@@ -25,6 +25,7 @@ __all__ = (
     'listing',
     'retry',
     'shown',
+    'source_label',
 )
 
 MAX_MESSAGE_CHARS = 2_000
@@ -90,3 +91,10 @@ def retry(text: str) -> ModelRetry:
 def failed(text: str) -> ToolFailed:
     """A `ToolFailed` whose message is `bounded`."""
     return ToolFailed(bounded(text))
+
+
+def source_label(source: object) -> str:
+    """How errors name a capability or plugin contribution: `repr` of its `id` when it has a non-empty one, else
+    its class name (used by `ToolProxyPlan` and the plan application in `harness/`)."""
+    source_id = getattr(source, 'id', None)
+    return repr(source_id) if source_id else type(source).__name__

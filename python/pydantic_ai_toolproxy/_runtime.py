@@ -20,7 +20,16 @@ __all__ = ('ProxyRuntime',)
 
 @dataclass(eq=False)
 class ProxyRuntime:
-    """Configuration and caches of one proxy surface; also the identity token its members carry."""
+    """Configuration and caches of one proxy surface; also the identity token its members carry (it is the
+    `_members.SurfaceOwner` of every `GroupMemberToolset` and `GroupSourceCapability` of the surface).
+
+    Attributes:
+        config: The surface's `ToolProxyConfig`.
+        descriptions: Group name -> description, as validated by `ToolProxyCapability` (or `ToolProxyPlan`).
+        group_order: The configured group names, in order (the order of the group enum and summaries).
+        directories: Per-step grouped directories (`DirectoryCache`).
+        search_index: The shared search index (`SearchIndexCache`).
+    """
 
     config: ToolProxyConfig
     descriptions: Mapping[str, str]
@@ -31,6 +40,10 @@ class ProxyRuntime:
     def __post_init__(self) -> None:
         self.directories = DirectoryCache(owner=self, group_order=self.group_order)
         self.search_index = SearchIndexCache(self.descriptions)
+
+    def group_description(self, group: str) -> str:
+        """The configured description of `group` ('' for a group this surface does not have)."""
+        return self.descriptions.get(group, '')
 
     def directory(self, ctx: RunContext[Any]) -> Directory:
         """The current step's grouped directory (computed once per step)."""

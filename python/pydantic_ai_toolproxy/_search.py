@@ -10,8 +10,8 @@ from pydantic_ai.tools import RunContext
 from pydantic_core import from_json
 
 from . import _core
-from ._codeact import codeact_eligible
 from ._directory import Directory, Member
+from ._interop import interop_for
 from ._messages import cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
 
@@ -23,7 +23,8 @@ MAX_QUERY_BYTES: int = _core.MAX_QUERY_BYTES
 def entry_for(member: Member, instructions: list[str], codeact_eligible: bool = False) -> dict[str, Any]:
     """One search result entry, keys in the documented order.
 
-    `codeact_eligible` is the target's own CodeAct policy (see `_codeact.codeact_eligible`); grouping grants none.
+    `codeact_eligible` is the target's own CodeAct policy (see `_interop.RunInterop.codeact_eligible`); grouping
+    grants none.
     """
     tool_def = member.tool_def
     return {
@@ -180,6 +181,7 @@ async def run_search(
                 f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.'
             ) from e
     include = runtime.instructions_enabled(ctx)
+    interop = interop_for(ctx)
     instructions: dict[str, list[str]] = {}
     entries: list[dict[str, Any]] = []
     for key in keys:
@@ -187,7 +189,7 @@ async def run_search(
         assert member is not None  # ranked under the same lock that synced the index to this directory
         if member.group not in instructions:
             instructions[member.group] = await member.toolset.source_instructions(ctx) if include else []
-        entries.append(entry_for(member, instructions[member.group], codeact_eligible(ctx, key, member.tool)))
+        entries.append(entry_for(member, instructions[member.group], interop.codeact_eligible(key, member.tool)))
     serialized = [_serialized(e) for e in entries]
     broken = next((i for i, m in enumerate(serialized) if isinstance(m, str)), None)
     if broken == 0:

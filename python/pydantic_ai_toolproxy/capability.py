@@ -14,11 +14,13 @@ from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset, PrefixedToolset, RenamedToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import ValidationError
 
 from . import _core
 from ._call import dispatching, envelope_retry, search_arguments_retry
 from ._controls import ControlToolset, advertised_controls
+from ._directory import Directory
 from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
 from ._names import canonical_name
@@ -115,21 +117,75 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         )
         # Capability sources keep their native binding and hooks through `GroupSourceCapability`; toolset sources
         # are wrapped directly, which spares every member one capability-ownership layer per step.
-        capability_sources = [
-            GroupSourceCapability(wrapped=g.source, group=name, owner=runtime)
-            for name, g in frozen.items()
-            if isinstance(g.source, AbstractCapability)
-        ]
-        self._member_toolsets = [
-            GroupMemberToolset(wrapped=g.source, group=name, owner=runtime)
-            for name, g in frozen.items()
-            if not isinstance(g.source, AbstractCapability)
-        ]
-        self.groups = MappingProxyType(frozen)
-        self.config = config
+        self._setup(
+            frozen,
+            runtime,
+            capability_sources=[
+                GroupSourceCapability(wrapped=g.source, group=name, owner=runtime)
+                for name, g in frozen.items()
+                if isinstance(g.source, AbstractCapability)
+            ],
+            member_toolsets=[
+                GroupMemberToolset(wrapped=g.source, group=name, owner=runtime)
+                for name, g in frozen.items()
+                if not isinstance(g.source, AbstractCapability)
+            ],
+        )
+
+    def _setup(
+        self,
+        groups: dict[str, ToolProxyGroup[AgentDepsT]],
+        runtime: ProxyRuntime,
+        *,
+        capability_sources: list[AbstractCapability[AgentDepsT]],
+        member_toolsets: list[GroupMemberToolset[AgentDepsT]],
+    ) -> None:
+        self._member_toolsets = member_toolsets
+        self.groups = MappingProxyType(groups)
+        self.config = runtime.config
         self._runtime = runtime
         self._controls = ControlToolset(runtime)
-        super().__init__(wrapped=CombinedCapability(capability_sources))
+        WrapperCapability.__init__(self, wrapped=CombinedCapability(capability_sources))
+
+    @classmethod
+    def _placed(
+        cls, groups: Mapping[str, ToolProxyGroup[AgentDepsT]], *, config: ToolProxyConfig
+    ) -> ToolProxyCapability[AgentDepsT]:
+        """Package-internal: the surface of groups whose sources are installed elsewhere in the same agent, in place
+        (`harness.plan_apply` builds one per applied `ToolProxyPlan`). It holds the controls, the guidance and the
+        group list, and installs no source: each source joins the surface as `group_source(source, group)`.
+
+        `groups` maps each group name to a `ToolProxyGroup` describing it, already validated (a `ToolProxyPlan`
+        validates names and descriptions); its `source` is informational (what the group is formed from) and is
+        neither wrapped nor installed. The runtime is built directly from the names and descriptions.
+        """
+        surface = cls.__new__(cls)
+        frozen = dict(groups)
+        runtime = ProxyRuntime(
+            config=config,
+            descriptions={name: g.description for name, g in frozen.items()},
+            group_order=list(frozen),
+        )
+        surface._setup(frozen, runtime, capability_sources=[], member_toolsets=[])
+        return surface
+
+    def group_source(self, source: AbstractCapability[AgentDepsT], group: str) -> GroupSourceCapability[AgentDepsT]:
+        """Package-internal: `source` wrapped so that its toolset lands as members of `group` of this surface, with
+        its hooks, binding and capability-level instructions its own (`GroupSourceCapability`). Install the result
+        where `source` was; the harness's plan application does, for selected capabilities and plugin contributions.
+
+        Raises:
+            ValueError: `group` is not one of this surface's groups.
+        """
+        if group not in self.groups:
+            raise ValueError(f'ToolProxy group {group!r} is not a group of this surface ({list(self.groups)!r}).')
+        return GroupSourceCapability(wrapped=source, group=group, owner=self._runtime)
+
+    def directory_of(self, tools: Mapping[str, ToolsetTool[Any]]) -> Directory:
+        """Package-internal: this surface's grouped directory of one step whose prepared tools are `tools` (name ->
+        `ToolsetTool`, e.g. a copy of `ctx.tool_manager.tools`): the view the controls search and dispatch through.
+        The CLI reads the members of a probe run with it."""
+        return Directory.from_tools(tools, self._runtime, self._runtime.group_order)
 
     def __repr__(self) -> str:
         return f'ToolProxyCapability(groups={list(self.groups)!r}, config={self.config!r})'

@@ -3,7 +3,8 @@
 A plan names which capabilities of an a13n-harness `AgentDefinition`, and which of its plugins' contributions,
 form each group. It never constructs, activates or installs a source: it only changes where the definition's
 own sources are presented. This module has no a13n-harness import; `ToolProxyPlan.apply` loads
-`pydantic_ai_toolproxy.harness` when called.
+`pydantic_ai_toolproxy.harness.plan_apply` when called (that module reads plans by their shape and never imports
+this one, so the dependency runs one way).
 """
 
 from __future__ import annotations
@@ -16,17 +17,13 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.capabilities import AbstractCapability
 
 from . import _core
+from ._messages import source_label
 from .config import ToolProxyConfig
 
 if TYPE_CHECKING:
     from a13n_harness import AgentDefinition
 
 __all__ = ('ToolProxyPlan', 'ToolProxySelection')
-
-
-def source_label(source: AbstractCapability[Any]) -> str:
-    """How errors name a capability: its `id` when it has one, else its class name."""
-    return repr(source.id) if getattr(source, 'id', None) else type(source).__name__
 
 
 @dataclass(frozen=True)
@@ -173,6 +170,6 @@ class ToolProxyPlan:
                 proxy surface (a `ToolProxyCapability`, a `tool_search` plan, or an applied `ToolProxyPlan`).
             ImportError: a13n-harness is not installed.
         """
-        from .harness import apply_plan
+        from .harness.plan_apply import apply_plan
 
         return apply_plan(self, definition)

@@ -23,7 +23,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from .._directory import Directory, Member
+from .._directory import Member
 from ..capability import ToolProxyCapability
 
 __all__ = ('ProbeRun', 'Snapshot', 'definition_bytes', 'grouped_members', 'probe', 'text_bytes')
@@ -99,12 +99,11 @@ class _Recorder(AbstractCapability[Any]):
 def grouped_members(capability: ToolProxyCapability[Any], snapshot: Snapshot) -> dict[str, list[Member]]:
     """The members of `capability` in the snapshot's prepared tools, per group in configured order.
 
-    Uses the package's own `Directory` (the view the controls search and dispatch through); a configured
-    group without members maps to an empty list.
+    Uses the package's own `Directory` (`ToolProxyCapability.directory_of`, the view the controls search and
+    dispatch through); a configured group without members maps to an empty list.
     """
-    runtime = capability._runtime
-    directory = Directory.from_tools(snapshot.tools, runtime, runtime.group_order)
-    out: dict[str, list[Member]] = {name: [] for name in runtime.group_order}
+    directory = capability.directory_of(snapshot.tools)
+    out: dict[str, list[Member]] = {name: [] for name in capability.groups}
     for name in directory.tools:
         member = directory.member(name)
         if member is not None:

@@ -8,7 +8,8 @@ The installed a13n-harness (0.21) has no `tool_proxy=` field, so this module giv
 
 How a plan lands in the definition, without patching the harness:
 
-- one `ToolProxyCapability` surface holds the controls and every group's name and description;
+- one `ToolProxyCapability` surface (`ToolProxyCapability._placed`, built from the plan's group names,
+  descriptions and config) holds the controls and every group's name and description, and no source;
 - each selected capability is replaced, in place, by a member wrapper bound to that surface, around a
   single-child `CombinedCapability`, so the harness's capability contract still sees (and validates) the
   original capability, its ID and its binding;
@@ -17,119 +18,67 @@ How a plan lands in the definition, without patching the harness:
   would call the plugin's, the adapter forwards each call once, and it wraps the plugin's contributions the same
   way as selected capabilities (so the harness validates them as plugin contributions).
 
-Importing this module imports a13n-harness.
+This module reads a plan through `PlanLike` (the shape `ToolProxyPlan` has) and imports nothing of `plan.py`,
+which imports this module when `ToolProxyPlan.apply` is called: the dependency runs one way. Importing this
+module imports a13n-harness.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
-from a13n_harness import AbstractHarnessPlugin, AgentContext, AgentDefinition, HarnessBuilder
-from a13n_harness.errors import PluginError
+from a13n_harness import AgentDefinition, HarnessBuilder
 from a13n_harness.execution import ExecutableAgent
-from a13n_harness.plugins import PluginOrdering, PluginRunExchange, PluginRunNext
-from a13n_harness.result import HarnessRunResult
 from pydantic_ai.agent.spec import AgentSpec
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability
 
-from ._members import GroupSourceCapability
-from .capability import ToolProxyCapability
-from .group import ToolProxyGroup
-from .plan import ToolProxyPlan, source_label
+from .._messages import source_label
+from ..capability import ToolProxyCapability
+from ..config import ToolProxyConfig
+from ..group import ToolProxyGroup
+from .plugin import ToolProxyPluginAdapter, member_source
 
-__all__ = ('ToolProxyPluginAdapter', 'apply_plan', 'build')
-
-
-@dataclass
-class _PlacedSource(AbstractCapability[Any]):
-    """The surface's stand-in for a plan group whose sources sit elsewhere in the definition (contributes nothing)."""
-
-    group: str = ''
+__all__ = ('PlanLike', 'SelectionLike', 'apply_plan', 'build')
 
 
-def _member(source: AbstractCapability[Any], group: str, owner: object) -> GroupSourceCapability[Any]:
-    # The single-child container keeps the original capability visible to the harness's tree walks
-    # (`apply`): its ID, its reserved-type checks and its ordering stay the source's own.
-    return GroupSourceCapability(wrapped=CombinedCapability([source]), group=group, owner=owner)
-
-
-class ToolProxyPluginAdapter(AbstractHarnessPlugin):
-    """Groups one harness plugin's capability contributions; everything else stays the plugin's own.
-
-    `plugin_id` and `get_ordering()` are the plugin's; `for_agent()`/`for_run()` bind the plugin once and wrap
-    the bound instance; `wrap_run()` is the plugin's middleware; `get_capabilities()` calls the plugin's once
-    and returns each contribution as a member of `group` on the plan's surface.
-
-    Known limit: the harness's run-bound plugin index (`context.plugins`) holds this adapter, so
-    `context.plugins.require(plugin_id, OriginalType)` raises the harness's `PluginError` "Run-bound plugin has
-    an unexpected type." (code `plugin_type_mismatch`); read `.wrapped` for the plugin itself.
-
-    Raises:
-        PluginError: the plugin's binding changed its type, ID or ordering (same rule as the harness's), or it
-            contributed something other than an `AbstractCapability`.
-        ValueError: a contribution is also one of the definition's own capabilities (grouped and direct).
-    """
-
-    def __init__(self, wrapped: AbstractHarnessPlugin, *, group: str, owner: object, direct: frozenset[int]) -> None:
-        self.wrapped = wrapped
-        self.group = group
-        self._owner = owner
-        self._direct = direct
+class SelectionLike(Protocol):
+    """The shape of a `ToolProxySelection` this module reads."""
 
     @property
-    def plugin_id(self) -> str:
-        plugin_id: str = self.wrapped.plugin_id
-        return plugin_id
+    def description(self) -> str:
+        """What the group is for (validated by the plan)."""
+        ...
 
-    def get_ordering(self) -> PluginOrdering:
-        return self.wrapped.get_ordering()
+    @property
+    def capabilities(self) -> tuple[AbstractCapability[Any], ...]:
+        """Selected capability instances of the definition, by identity."""
+        ...
 
-    def _rebound(self, replacement: AbstractHarnessPlugin, phase: str) -> ToolProxyPluginAdapter:
-        original = self.wrapped
-        if (
-            not isinstance(replacement, AbstractHarnessPlugin)
-            or type(replacement) is not type(original)
-            or replacement.plugin_id != original.plugin_id
-            or replacement.get_ordering() != original.get_ordering()
-        ):
-            raise PluginError(
-                f'Plugin {phase} binding changed its identity or ordering.',
-                code='plugin_binding_identity_changed',
-                details={'plugin_id': original.plugin_id, 'phase': phase},
-            )
-        return ToolProxyPluginAdapter(replacement, group=self.group, owner=self._owner, direct=self._direct)
+    @property
+    def plugins(self) -> tuple[str, ...]:
+        """Selected plugin IDs."""
+        ...
 
-    def for_agent(self) -> ToolProxyPluginAdapter:
-        return self._rebound(self.wrapped.for_agent(), 'agent')
 
-    async def for_run(self, context: AgentContext) -> ToolProxyPluginAdapter:
-        return self._rebound(await self.wrapped.for_run(context), 'run')
+@runtime_checkable
+class PlanLike(Protocol):
+    """The shape of a `ToolProxyPlan` this module reads (`ToolProxyPlan` is the implementation; `apply` is its
+    entry point)."""
 
-    def get_capabilities(self) -> Sequence[AbstractCapability[AgentContext]]:
-        grouped: list[AbstractCapability[AgentContext]] = []
-        for capability in self.wrapped.get_capabilities():
-            if not isinstance(capability, AbstractCapability):
-                raise PluginError(
-                    'Plugin Capability contributions must be AbstractCapability instances.',
-                    code='plugin_capability_invalid',
-                    details={'plugin_id': self.plugin_id},
-                )
-            if id(capability) in self._direct:
-                raise ValueError(
-                    f'Plugin {self.plugin_id!r} contributes {source_label(capability)}, which the definition also installs '
-                    f'directly, while ToolProxy group {self.group!r} groups that plugin: a source is either grouped or '
-                    "direct. Remove it from the definition's capabilities, or unselect the plugin."
-                )
-            grouped.append(_member(capability, self.group, self._owner))
-        return tuple(grouped)
+    @property
+    def groups(self) -> Mapping[str, SelectionLike]:
+        """Group name -> selection, in order."""
+        ...
 
-    async def wrap_run(self, exchange: PluginRunExchange, call_next: PluginRunNext[Any]) -> HarnessRunResult[Any]:
-        return await self.wrapped.wrap_run(exchange, call_next)
+    @property
+    def config(self) -> ToolProxyConfig:
+        """Control names and discovery limits of the surface."""
+        ...
 
-    def __repr__(self) -> str:
-        return f'ToolProxyPluginAdapter({self.wrapped!r}, group={self.group!r})'
+    def apply(self, definition: AgentDefinition[Any]) -> AgentDefinition[Any]:
+        """The plan applied to `definition` (`ToolProxyPlan.apply`)."""
+        ...
 
 
 def _existing_surfaces(definition: AgentDefinition[Any]) -> list[ToolProxyCapability[Any]]:
@@ -139,7 +88,7 @@ def _existing_surfaces(definition: AgentDefinition[Any]) -> list[ToolProxyCapabi
     return found
 
 
-def _check_one_surface(plan: ToolProxyPlan, definition: AgentDefinition[Any]) -> None:
+def _check_one_surface(plan: PlanLike, definition: AgentDefinition[Any]) -> None:
     selected = {id(s): s for sel in plan.groups.values() for s in sel.capabilities}
     for proxy in _existing_surfaces(definition):
         for name, group in proxy.groups.items():
@@ -164,9 +113,14 @@ def _check_one_surface(plan: ToolProxyPlan, definition: AgentDefinition[Any]) ->
         )
 
 
-def apply_plan(plan: ToolProxyPlan, definition: AgentDefinition[Any]) -> AgentDefinition[Any]:
-    """`plan` applied to `definition` (see `ToolProxyPlan.apply` for the rules and errors)."""
-    if not isinstance(plan, ToolProxyPlan):
+def apply_plan(plan: PlanLike, definition: AgentDefinition[Any]) -> AgentDefinition[Any]:
+    """`plan` (a `ToolProxyPlan`) applied to `definition` (see `ToolProxyPlan.apply` for the rules and errors).
+
+    Raises:
+        TypeError: `plan` is not a `ToolProxyPlan` (has not its shape), or `definition` not an `AgentDefinition`.
+        ValueError: the plan does not fit the definition (see `ToolProxyPlan.apply`).
+    """
+    if not isinstance(plan, PlanLike):
         raise TypeError(f'apply_plan() needs a ToolProxyPlan, got {type(plan).__name__}')
     if not isinstance(definition, AgentDefinition):
         raise TypeError(f'ToolProxyPlan.apply() needs an a13n-harness AgentDefinition, got {type(definition).__name__}')
@@ -200,18 +154,21 @@ def apply_plan(plan: ToolProxyPlan, definition: AgentDefinition[Any]) -> AgentDe
                     'HarnessBuilder creates from its own configuration cannot be selected by a ToolProxyPlan.'
                 )
             plugin_group[plugin_id] = name
-    surface = ToolProxyCapability(
-        groups={
-            name: ToolProxyGroup(source=_PlacedSource(group=name), description=selection.description)
+    surface: ToolProxyCapability[Any] = ToolProxyCapability._placed(
+        {
+            name: ToolProxyGroup(
+                source=CombinedCapability(list(selection.capabilities)), description=selection.description
+            )
             for name, selection in plan.groups.items()
         },
         config=plan.config,
     )
-    owner = surface._runtime
     direct = frozenset(counts)
-    capabilities = [_member(c, group_of[id(c)], owner) if id(c) in group_of else c for c in definition.capabilities]
+    capabilities = [
+        member_source(surface, c, group_of[id(c)]) if id(c) in group_of else c for c in definition.capabilities
+    ]
     plugins = [
-        ToolProxyPluginAdapter(p, group=plugin_group[p.plugin_id], owner=owner, direct=direct)
+        ToolProxyPluginAdapter(p, group=plugin_group[p.plugin_id], surface=surface, direct=direct)
         if p.plugin_id in plugin_group
         else p
         for p in definition.plugins
@@ -224,7 +181,7 @@ def build(
     spec_or_definition: AgentSpec | AgentDefinition[Any],
     /,
     *,
-    tool_proxy: ToolProxyPlan | None = None,
+    tool_proxy: PlanLike | None = None,
     pricing_catalog: Any = None,
     **kwargs: Any,
 ) -> ExecutableAgent[Any]:
@@ -239,7 +196,7 @@ def build(
         spec_or_definition: An `AgentSpec` (then `kwargs` are `AgentDefinition` fields: `output_type` (required),
             `definition_id`, `model`, `capabilities`, `plugins`, `tool_search`, `subagents`, `model_recovery`)
             or a complete `AgentDefinition` (then no `kwargs`).
-        tool_proxy: The plan; None builds unchanged.
+        tool_proxy: The `ToolProxyPlan`; None builds unchanged.
         pricing_catalog: Passed to `HarnessBuilder.build` when given.
 
     Raises:
