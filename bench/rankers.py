@@ -10,8 +10,8 @@ unique). ``rank_many`` (where present) ranks a batch of queries at once.
   ``next_offset`` until it has 10 entries. Whatever the package indexes (names, descriptions, schemas, group
   names and descriptions) is measured as the model would see it.
 * :class:`ToolProxyRanker` - this package's Rust index (``_core.SearchIndex``) fed the records
-  ``(canonical name, group, local name, description, parameters_json_schema)`` exactly as
-  ``_directory.SearchIndexCache.sync`` builds them (and the group descriptions, where the core takes them);
+  ``(canonical name, group, local name, description, parameters_json_schema)`` built by the package's own
+  ``_directory.index_record``, as ``_directory.SearchIndexCache.sync`` builds them (and the group descriptions);
   searched across all groups. Used by ``tests/test_search_quality.py``; not a row of the tables.
 * :class:`A13nToolSearchRanker` - a13n-harness 0.21's ToolSearch ranking
   (``a13n_harness.toolsets.tool_search._search_matches``) over the same groups, with the grouped names
@@ -33,6 +33,8 @@ from typing import Protocol
 
 from corpus import Tool
 
+from pydantic_ai_toolproxy._names import canonical_name
+
 __all__ = [
     'A13nToolSearchRanker',
     'Bm25sRanker',
@@ -44,7 +46,9 @@ __all__ = [
     'bfcl_rankers',
 ]
 
-SEPARATOR = '__'
+_LOCAL: dict[str, str] = {}
+"""Canonical name -> local tool name, for every key a ranker has made (`_key`): `rank` maps keys back through
+it, since a canonical name is split only with its group (`_names.local_name`), never at the separator."""
 
 
 class Ranker(Protocol):
@@ -66,11 +70,18 @@ class _Local:
 
     def rank(self, query: str, k: int) -> list[str]:
         """Return at most `k` local tool names, best first."""
-        return [key.split(SEPARATOR, 1)[1] for key in self.rank_keys(query, k)]
+        return [_LOCAL[key] for key in self.rank_keys(query, k)]
 
 
 def _key(tool: Tool) -> str:
-    return f'{tool.group}{SEPARATOR}{tool.name}'
+    """The tool's canonical name `group__tool` (`_names.canonical_name`)."""
+    return _keyed(tool.group, tool.name)
+
+
+def _keyed(group: str, tool: str) -> str:
+    key = canonical_name(group, tool)
+    _LOCAL[key] = tool
+    return key
 
 
 class ToolProxySearchRanker(_Local):
@@ -135,7 +146,7 @@ class ToolProxySearchRanker(_Local):
                     if not isinstance(page, dict) or 'tools' not in page:
                         self.failures.append(f'{queries[index]!r}: {part.model_response_str()[:300]}')
                         continue
-                    ranked[index] += [f'{e["group"]}{SEPARATOR}{e["tool"]}' for e in page['tools']]
+                    ranked[index] += [_keyed(e['group'], e['tool']) for e in page['tools']]
                     if len(ranked[index]) < k and page['next_offset'] is not None:
                         todo.append((index, page['next_offset']))
             if not todo:
@@ -158,18 +169,19 @@ class ToolProxySearchRanker(_Local):
 
 
 class ToolProxyRanker(_Local):
-    """This package's Rust ranking (`_core.SearchIndex`), records built as `_directory.py` builds them."""
+    """This package's Rust ranking (`_core.SearchIndex`), records built by `_directory.index_record`."""
 
     label = 'pydantic-ai-toolproxy core index (records as _directory builds them)'
 
     def __init__(self, tools: Sequence[Tool], group_descriptions: Mapping[str, str] | None = None) -> None:
         from pydantic_ai_toolproxy import _core
+        from pydantic_ai_toolproxy._directory import index_record
 
         self._index = _core.SearchIndex()
         if group_descriptions and hasattr(self._index, 'set_group_description'):
             for group, description in group_descriptions.items():
                 self._index.set_group_description(group, description)
-        self._index.upsert([(_key(tool), tool.group, tool.name, tool.description, tool.parameters) for tool in tools])
+        self._index.upsert([index_record(_key(tool), tool.group, tool.description, tool.parameters) for tool in tools])
 
     def rank_keys(self, query: str, k: int) -> list[str]:
         """Return at most `k` canonical names, best first."""

@@ -6,8 +6,10 @@ only, uncertain effects) and "Group a Toolset" (members stay registered under ca
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
+import sys
 from contextvars import ContextVar
 from copy import copy
 from dataclasses import replace
@@ -34,7 +36,15 @@ from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, show
 from ._names import canonical_name
 from ._runtime import ProxyRuntime
 
-__all__ = ('charged_retry', 'dispatching', 'envelope_retry', 'normalize_arguments', 'resolve_member', 'run_call')
+__all__ = (
+    'charged_retry',
+    'dispatching',
+    'envelope_retry',
+    'mcp_error_classes',
+    'normalize_arguments',
+    'resolve_member',
+    'run_call',
+)
 
 dispatching: ContextVar[str | None] = ContextVar('pydantic_ai_toolproxy.dispatching', default=None)
 """Canonical name of the member the call control is dispatching in the current task, else None.
@@ -294,6 +304,30 @@ _MCP_INTERRUPTED_CODES = frozenset({-32000, -32001, -32603})
 internal error."""
 
 
+def mcp_error_classes() -> tuple[type[BaseException], ...]:
+    """The MCP error classes whose instances can be in flight in this process: the MCP SDK's (`mcp.MCPError`, named
+    `McpError` before SDK 2) and Pydantic AI's `pydantic_ai.mcp.MCPError`, each once its module is loaded.
+
+    An error of a class is only raised once its module is loaded, so nothing is imported for a plain tool's retry:
+    the SDK's module is imported (guarded: `mcp` may not be installed) only when `mcp` is in `sys.modules`, and
+    Pydantic AI's only read from there (importing `pydantic_ai.mcp` would pull in fastmcp).
+    """
+    found: list[type[BaseException]] = []
+    if 'mcp' in sys.modules:
+        sdk: object = None
+        with contextlib.suppress(ImportError):  # a broken or partial SDK install: no SDK class
+            from mcp.shared import exceptions as sdk
+        for name in ('MCPError', 'McpError'):
+            cls = getattr(sdk, name, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException) and cls not in found:
+                found.append(cls)
+    pydantic_ai_mcp = sys.modules.get('pydantic_ai.mcp')
+    cls = getattr(pydantic_ai_mcp, 'MCPError', None)
+    if isinstance(cls, type) and issubclass(cls, BaseException) and cls not in found:
+        found.append(cls)
+    return tuple(found)
+
+
 def _interrupted_by(error: BaseException) -> BaseException | None:
     """The transport failure behind a target's retry, if any: a timeout, a lost connection or process, or an MCP
     error with an interrupted-call code. Pydantic AI's MCP toolset maps these to `ModelRetry` (its default
@@ -301,6 +335,7 @@ def _interrupted_by(error: BaseException) -> BaseException | None:
     run. A retry the tool asked for itself, or a validation error, has no such cause and stays a retry."""
     import anyio
 
+    mcp_errors = mcp_error_classes()
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen and len(seen) < 32:
@@ -317,10 +352,7 @@ def _interrupted_by(error: BaseException) -> BaseException | None:
             ),
         ):
             return current
-        if (
-            type(current).__name__ in ('MCPError', 'McpError')
-            and getattr(current, 'code', None) in _MCP_INTERRUPTED_CODES
-        ):
+        if isinstance(current, mcp_errors) and getattr(current, 'code', None) in _MCP_INTERRUPTED_CODES:
             return current
         current = current.__cause__ or current.__context__
     return None

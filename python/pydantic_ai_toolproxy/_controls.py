@@ -2,13 +2,23 @@
 
 Spec: "Instructions and dynamic parameters": the prepared controls include a current group enum, and only
 current group summaries are placed in the control descriptions.
+
+One signature per control says everything about its parameters. Pydantic AI registers and validates the control
+from it as for any function tool (`Tool(...)`; validation is lenient on purpose: the control checks bounds itself
+and answers with a short retry). The schema the model is shown is derived from the same signature
+(`advertised_schema`): each parameter's `Annotated` metadata carries an `Advertised` marker (its description, and
+the stricter type shown to the model where it differs, e.g. the bounds of `limit`), pydantic renders the JSON
+schema, and the current group enum is spliced in per step (`with_groups`). Pydantic ignores the markers when it
+builds the validator and the registered schema, so those stay the signature's own.
 """
 
-from __future__ import annotations
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
-from dataclasses import replace
-from typing import Any
-
+from pydantic import ConfigDict, Field, create_model
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -19,7 +29,114 @@ from ._interop import CONTROLS_POLICY, ControlsPolicy, interop_for
 from ._runtime import ProxyRuntime
 from ._search import run_search
 
-__all__ = ('ControlToolset', 'advertised_controls')
+__all__ = ('Advertised', 'ControlToolset', 'advertised_controls', 'advertised_schema', 'with_groups')
+
+
+@dataclass(frozen=True)
+class Advertised:
+    """`Annotated` metadata of a control parameter: how the model is shown it (see the module docstring).
+
+    Attributes:
+        description: The parameter's description in the advertised schema.
+        shown_as: The type the advertised schema states, when stricter than the validated annotation (bounds the
+            control checks itself, an object the control also accepts as a JSON string); None: the annotation.
+        required: Advertised as required although the signature has a default (the control accepts it missing).
+        groups: The parameter names a group: the current groups are spliced in as its `enum` each step.
+    """
+
+    description: str
+    shown_as: Any = None
+    required: bool = False
+    groups: bool = False
+
+
+_KEY_ORDER = {
+    key: i
+    for i, key in enumerate(
+        ('type', 'enum', 'minimum', 'maximum', 'anyOf', 'properties', 'required', 'additionalProperties', 'default')
+    )
+}
+"""Key order of the advertised schemas (the bytes the model sees): type first, description last."""
+
+
+class _AdvertisedSchema(GenerateJsonSchema):
+    """Pydantic's JSON schema without titles, keys in `_KEY_ORDER` (then `description`, then any other)."""
+
+    def sort(self, value: JsonSchemaValue, parent_key: str | None = None) -> JsonSchemaValue:
+        ordered: JsonSchemaValue = self._ordered(value, parent_key)
+        return ordered
+
+    def _ordered(self, value: Any, parent_key: str | None) -> Any:
+        if parent_key in ('default', 'enum', 'const', 'examples'):  # values, not schemas: as they are
+            return value
+        if isinstance(value, dict):
+            keys = list(value) if parent_key == 'properties' else sorted(value, key=self._rank)
+            return {k: self._ordered(value[k], k) for k in keys if k != 'title' or parent_key == 'properties'}
+        if isinstance(value, list):
+            return [self._ordered(item, parent_key) for item in value]
+        return value
+
+    @staticmethod
+    def _rank(key: str) -> tuple[int, str]:
+        return (_KEY_ORDER.get(key, len(_KEY_ORDER) + (key != 'description')), key)
+
+
+def _parameters(function: Callable[..., Any]) -> list[tuple[str, Any, Advertised, Any]]:
+    """`(name, validated annotation, Advertised marker, default or inspect.Parameter.empty)` of each parameter after
+    the `RunContext`, in signature order.
+
+    Raises:
+        TypeError: a parameter without an `Advertised` marker (every control parameter must say how it is shown).
+    """
+    hints = get_type_hints(function, include_extras=True)
+    out: list[tuple[str, Any, Advertised, Any]] = []
+    for name, parameter in list(inspect.signature(function).parameters.items())[1:]:
+        hint = hints[name]
+        markers = [m for m in get_args(hint)[1:] if isinstance(m, Advertised)] if get_origin(hint) is Annotated else []
+        if not markers:
+            raise TypeError(f'Control parameter {name!r} of {function.__name__} has no Advertised(...) marker.')
+        out.append((name, get_args(hint)[0], markers[0], parameter.default))
+    return out
+
+
+def advertised_schema(function: Callable[..., Any]) -> dict[str, Any]:
+    """The JSON schema the model is shown for a control function, from its signature (without the group enum).
+
+    Each parameter is rendered by pydantic as its marker's `shown_as` type (else its annotation) with the marker's
+    description and the signature's default (none when the marker says `required`); extra keys are refused
+    (`additionalProperties: false`), as Pydantic AI registers function tools.
+    """
+    fields: dict[str, Any] = {}
+    for name, annotation, marker, default in _parameters(function):
+        shown = marker.shown_as if marker.shown_as is not None else annotation
+        value = ... if marker.required or default is inspect.Parameter.empty else default
+        fields[name] = (Annotated[shown, Field(description=marker.description)], value)
+    model = create_model(function.__name__, __config__=ConfigDict(extra='forbid'), **fields)
+    schema: dict[str, Any] = model.model_json_schema(schema_generator=_AdvertisedSchema)
+    return schema
+
+
+def group_parameters(function: Callable[..., Any]) -> tuple[str, ...]:
+    """The names of the parameters whose marker says `groups=True`."""
+    return tuple(name for name, _, marker, _ in _parameters(function) if marker.groups)
+
+
+def with_groups(schema: dict[str, Any], parameters: Sequence[str], groups: Sequence[str]) -> dict[str, Any]:
+    """`schema` with `enum: groups` spliced into each named parameter (into its string member when it is an
+    `anyOf`, e.g. `str | None`), right after that member's `type`. `schema` itself is not changed."""
+
+    def spliced(node: dict[str, Any]) -> dict[str, Any]:
+        if 'anyOf' in node:
+            return {**node, 'anyOf': [spliced(m) if m.get('type') == 'string' else m for m in node['anyOf']]}
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            out[key] = value
+            if key == 'type':
+                out['enum'] = list(groups)
+        return out
+
+    properties = {name: spliced(p) if name in parameters else p for name, p in schema['properties'].items()}
+    return {**schema, 'properties': properties}
 
 
 class ControlToolset(FunctionToolset[Any]):
@@ -29,12 +146,42 @@ class ControlToolset(FunctionToolset[Any]):
         config = runtime.config
 
         async def search(
-            ctx: RunContext[Any], query: str = '', group: str | None = None, limit: int | None = None, offset: int = 0
+            ctx: RunContext[Any],
+            query: Annotated[
+                str, Advertised('Keywords naming the action or object, e.g. "customer name". Empty browses.')
+            ] = '',
+            group: Annotated[
+                str | None, Advertised('Restrict the search to one group; omit to search all groups.', groups=True)
+            ] = None,
+            limit: Annotated[
+                int | None,
+                Advertised(
+                    f'Results per page (default {config.default_limit}, at most {config.max_results}).',
+                    shown_as=Annotated[int, Field(ge=1, le=config.max_results)] | None,
+                ),
+            ] = None,
+            offset: Annotated[
+                int,
+                Advertised(
+                    'Position to start from: 0, or the `next_offset` of the previous page.',
+                    shown_as=Annotated[int, Field(ge=0)],
+                ),
+            ] = 0,
         ) -> dict[str, Any]:
             """Find grouped tools by keywords and return their current schemas."""
             return await run_search(ctx, runtime, query, group, limit, offset)
 
-        async def call(ctx: RunContext[Any], group: str, tool: str, arguments: Any = None) -> Any:
+        async def call(
+            ctx: RunContext[Any],
+            group: Annotated[str, Advertised('The group of the tool.', groups=True)],
+            tool: Annotated[str, Advertised('The local tool name, as returned by search.')],
+            arguments: Annotated[
+                Any,
+                Advertised(
+                    "Arguments matching the tool's parameters_json_schema.", shown_as=dict[str, Any], required=True
+                ),
+            ] = None,
+        ) -> Any:
             """Call one grouped tool by group, local tool name and an arguments object."""
             return await run_call(ctx, runtime, group, tool, arguments)
 
@@ -47,6 +194,12 @@ class ControlToolset(FunctionToolset[Any]):
             id=None,
         )
         self.runtime = runtime
+        self.search_schema = advertised_schema(search)
+        """The search control's advertised schema without the group enum (`advertised_schema`)."""
+        self.call_schema = advertised_schema(call)
+        """The call control's advertised schema without the group enum."""
+        self.search_groups = group_parameters(search)
+        self.call_groups = group_parameters(call)
 
     @property
     def label(self) -> str:
@@ -66,68 +219,22 @@ class ControlToolset(FunctionToolset[Any]):
         return 'Choose other control names with ToolProxyConfig(search_name=..., call_name=...).'
 
 
-def _search_schema(runtime: ProxyRuntime, groups: list[str]) -> dict[str, Any]:
-    config = runtime.config
-    return {
-        'type': 'object',
-        'properties': {
-            'query': {
-                'type': 'string',
-                'default': '',
-                'description': 'Keywords naming the action or object, e.g. "customer name". Empty browses.',
-            },
-            'group': {
-                'anyOf': [{'type': 'string', 'enum': list(groups)}, {'type': 'null'}],
-                'default': None,
-                'description': 'Restrict the search to one group; omit to search all groups.',
-            },
-            'limit': {
-                'anyOf': [{'type': 'integer', 'minimum': 1, 'maximum': config.max_results}, {'type': 'null'}],
-                'default': None,
-                'description': f'Results per page (default {config.default_limit}, at most {config.max_results}).',
-            },
-            'offset': {
-                'type': 'integer',
-                'minimum': 0,
-                'default': 0,
-                'description': 'Position to start from: 0, or the `next_offset` of the previous page.',
-            },
-        },
-        'additionalProperties': False,
-    }
-
-
-def _call_schema(groups: list[str]) -> dict[str, Any]:
-    return {
-        'type': 'object',
-        'properties': {
-            'group': {'type': 'string', 'enum': list(groups), 'description': 'The group of the tool.'},
-            'tool': {'type': 'string', 'description': 'The local tool name, as returned by search.'},
-            'arguments': {
-                'type': 'object',
-                'additionalProperties': True,
-                'description': "Arguments matching the tool's parameters_json_schema.",
-            },
-        },
-        'required': ['group', 'tool', 'arguments'],
-        'additionalProperties': False,
-    }
-
-
 def advertised_controls(
-    runtime: ProxyRuntime, search_def: ToolDefinition, call_def: ToolDefinition, groups: list[str]
+    controls: ControlToolset, search_def: ToolDefinition, call_def: ToolDefinition, groups: list[str]
 ) -> tuple[ToolDefinition, ToolDefinition]:
-    """The two control definitions as the model should see them this step."""
+    """The two control definitions as the model should see them this step: the descriptions with the current
+    group summaries, and the advertised schemas with the current groups as the group enum."""
+    runtime = controls.runtime
     summary = group_summary(groups, runtime.descriptions)
     return (
         replace(
             search_def,
             description=search_description(runtime.config, summary),
-            parameters_json_schema=_search_schema(runtime, groups),
+            parameters_json_schema=with_groups(controls.search_schema, controls.search_groups, groups),
         ),
         replace(
             call_def,
             description=call_description(runtime.config, summary),
-            parameters_json_schema=_call_schema(groups),
+            parameters_json_schema=with_groups(controls.call_schema, controls.call_groups, groups),
         ),
     )

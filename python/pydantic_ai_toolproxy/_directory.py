@@ -20,7 +20,32 @@ from ._members import GroupMemberToolset, SurfaceOwner
 from ._names import canonical_name, local_name
 from ._same import same_value
 
-__all__ = ('Directory', 'DirectoryCache', 'Member', 'SearchIndexCache')
+__all__ = ('Directory', 'DirectoryCache', 'IndexRecord', 'Member', 'SearchIndexCache', 'index_record')
+
+IndexRecord = tuple[str, str, str, str, object]
+"""One record of `_core.SearchIndex.upsert`: `(canonical name, group, local name, description, parameters schema)`."""
+
+
+def index_record(canonical: str, group: str, description: object, parameters_json_schema: object) -> IndexRecord:
+    """The search-index record of the member registered as `canonical` in `group`: the one way records are built
+    (`SearchIndexCache.sync`, and the benchmarks that feed `_core.SearchIndex` directly).
+
+    `description` is the tool definition's (a non-str, e.g. None, is indexed as ''); `parameters_json_schema` is
+    passed as is (the core extracts its text). The local name is split off with `_names.local_name`, by the group.
+
+    ```python
+    from pydantic_ai_toolproxy._directory import index_record
+
+    assert index_record('crm__customer_name', 'crm', None, {}) == ('crm__customer_name', 'crm', 'customer_name', '', {})
+    ```
+    """
+    return (
+        canonical,
+        group,
+        local_name(canonical, group),
+        description if isinstance(description, str) else '',
+        parameters_json_schema,
+    )
 
 
 @dataclass(frozen=True)
@@ -283,7 +308,7 @@ class SearchIndexCache:
             self._synced_directory = weakref.ref(directory)
             return
         synced = self._synced
-        upserts: list[tuple[str, str, str, str, object]] = []
+        upserts: list[IndexRecord] = []
         new_synced: dict[str, tuple[str, object, object]] = {}
         for name, tool in directory.tools.items():
             tool_def = tool.tool_def
@@ -291,9 +316,7 @@ class SearchIndexCache:
             description, schema = tool_def.description, tool_def.parameters_json_schema
             old = synced.get(name)
             if old is None or not _unchanged(old, group, description, schema):
-                upserts.append(
-                    (name, group, local_name(name, group), description if isinstance(description, str) else '', schema)
-                )
+                upserts.append(index_record(name, group, description, schema))
             new_synced[name] = (group, description, schema)
         removed = [name for name in synced if name not in new_synced]
         if removed:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic_ai.capabilities import WrapperCapability
 from pydantic_ai.exceptions import UserError
@@ -29,6 +29,8 @@ __all__ = (
     'GroupMemberToolset',
     'GroupSourceCapability',
     'SurfaceOwner',
+    'Unsupported',
+    'unsupported_member',
     'unsupported_member_reason',
 )
 
@@ -131,7 +133,20 @@ def _unchanged_listing(
     return True
 
 
-def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
+UnsupportedKind = Literal['deferred-loading', 'external', 'output', 'provider-native']
+"""Why a tool cannot be a proxy target, as data (`Unsupported.kind`)."""
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """Why a prepared tool cannot be a proxy target: `kind` for code (`toolproxy check` picks its fix by it),
+    `text` for people (the clause the preparation error and the check report quote)."""
+
+    kind: UnsupportedKind
+    text: str
+
+
+def unsupported_member(tool_def: ToolDefinition) -> Unsupported | None:
     """Why a prepared tool cannot be a proxy target, or None when it can (spec: "Execution, usage, and limitations").
 
     Supported: local function tools, including locally executed MCP tools and inline approval-gated tools.
@@ -139,15 +154,29 @@ def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
     output tools.
     """
     if tool_def.defer_loading:
-        return 'it has defer_loading=True (proxy discovery and native deferred loading are distinct interfaces)'
+        return Unsupported(
+            'deferred-loading',
+            'it has defer_loading=True (proxy discovery and native deferred loading are distinct interfaces)',
+        )
     if tool_def.kind == 'external':
-        return 'it is an external (client-executed) tool, whose result is produced outside the run'
+        return Unsupported(
+            'external', 'it is an external (client-executed) tool, whose result is produced outside the run'
+        )
     if tool_def.kind == 'output':
-        return 'it is an output tool'
+        return Unsupported('output', 'it is an output tool')
     if tool_def.unless_native is not None or tool_def.with_native is not None:
         native = tool_def.unless_native or tool_def.with_native
-        return f'it is tied to the provider-native tool {native!r} (select native=False, local=True on its source)'
+        return Unsupported(
+            'provider-native',
+            f'it is tied to the provider-native tool {native!r} (select native=False, local=True on its source)',
+        )
     return None
+
+
+def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
+    """`unsupported_member(tool_def).text`, or None when the tool can be a proxy target."""
+    found = unsupported_member(tool_def)
+    return found.text if found is not None else None
 
 
 class SurfaceOwner(Protocol):
@@ -241,9 +270,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                     'called through the proxy. Tool names must be non-empty strings of valid Unicode text; fix or '
                     'filter that tool in the source, or leave the source ungrouped.'
                 )
-            if (reason := unsupported_member_reason(tool_def)) is not None:
+            if (unsupported := unsupported_member(tool_def)) is not None:
                 raise UserError(
-                    f'Tool {name!r} of ToolProxy group {self.group!r} cannot be grouped: {reason}. '
+                    f'Tool {name!r} of ToolProxy group {self.group!r} cannot be grouped: {unsupported.text}. '
                     'Leave that tool ungrouped (install its source directly) instead.'
                 )
             toolset_id = tool_def.toolset_id

@@ -10,7 +10,8 @@ text is the target's, as it would be installed directly, and is not rewritten.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic_ai.exceptions import ModelRetry, ToolFailed
 
@@ -18,6 +19,8 @@ __all__ = (
     'ENVELOPE_HINT',
     'MAX_MESSAGE_CHARS',
     'MAX_SHOWN_CHARS',
+    'FailureReason',
+    'ProxyFailed',
     'bounded',
     'cut',
     'encodes',
@@ -88,9 +91,50 @@ def retry(text: str) -> ModelRetry:
     return ModelRetry(bounded(text))
 
 
-def failed(text: str) -> ToolFailed:
-    """A `ToolFailed` whose message is `bounded`."""
-    return ToolFailed(bounded(text))
+FailureKind = Literal['oversized-entry', 'unserializable-entry', 'core-error']
+"""What made a control fail (`FailureReason.kind`)."""
+
+
+@dataclass(frozen=True)
+class FailureReason:
+    """Why a control failed, as data beside the model-facing message: code reads this, never the message text.
+
+    Attributes:
+        kind: `oversized-entry` (an entry cannot fit alone in a search page), `unserializable-entry` (an entry
+            cannot be sent as JSON), `core-error` (the Rust core raised; the index was rebuilt).
+        group: The group of the entry concerned, if one is.
+        tool: The local name of the tool concerned, if one is.
+        entry_bytes: For `oversized-entry`: the entry's size in UTF-8 bytes, as serialized for the model.
+        instruction_bytes: For `oversized-entry`: the bytes of the group's source instructions in the entry, when
+            the entry would fit without them (then they are the cause), else None.
+        budget: For `oversized-entry`: `max_search_bytes`, in bytes.
+    """
+
+    kind: FailureKind
+    group: str | None = None
+    tool: str | None = None
+    entry_bytes: int | None = None
+    instruction_bytes: int | None = None
+    budget: int | None = None
+
+
+class ProxyFailed(ToolFailed):
+    """A `ToolFailed` raised by a control, carrying its `FailureReason` (`reason`) beside `message`.
+
+    The model gets `message` only (Pydantic AI builds the failed tool return from it); hosts and the CLI read
+    `reason`, e.g. from a capability's `wrap_tool_execute` (`cli._probe`).
+    """
+
+    reason: FailureReason | None
+
+    def __init__(self, message: str, reason: FailureReason | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def failed(text: str, reason: FailureReason | None = None) -> ProxyFailed:
+    """A `ToolFailed` (`ProxyFailed`, with `reason`) whose message is `bounded`."""
+    return ProxyFailed(bounded(text), reason)
 
 
 def source_label(source: object) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai.exceptions import ToolFailed
 from pydantic_ai.messages import tool_return_ta
 from pydantic_ai.tools import RunContext
 from pydantic_core import from_json
@@ -12,7 +11,7 @@ from pydantic_core import from_json
 from . import _core
 from ._directory import Directory, Member
 from ._interop import interop_for
-from ._messages import cut, failed, listing, retry, shown
+from ._messages import FailureReason, ProxyFailed, cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
 
 __all__ = ('entry_for', 'entry_json', 'entry_size', 'run_search')
@@ -86,15 +85,16 @@ def _check_query(query: object) -> str:
     return query
 
 
-def _oversized(entry: dict[str, Any], size: int, page_bytes: int, offset: int, budget: int) -> ToolFailed:
+def _oversized(entry: dict[str, Any], size: int, page_bytes: int, offset: int, budget: int) -> ProxyFailed:
     """The failure for an entry that cannot fit alone in a page of `budget` bytes (it needs `page_bytes`).
 
     Names the source instructions as the cause when the entry would fit without them: then every entry of the
-    group is too large, and the group's instructions are what to shorten. The text keeps the phrase
-    `tool <tool> in group <group> is <size> bytes`, which `toolproxy check` reads (`cli._problems.parse_oversized`).
+    group is too large, and the group's instructions are what to shorten. The same figures ride beside the text as
+    a `FailureReason` (kind `oversized-entry`), which `toolproxy check` reads.
     """
     tool, group = shown(entry['tool'], 200), shown(entry['group'], 200)
     instructions = entry['instructions']
+    reason = FailureReason('oversized-entry', entry['group'], entry['tool'], entry_bytes=size, budget=budget)
     if instructions:
         alone = _core.plan_page([entry_size({**entry, 'instructions': []})], offset + 1, offset, budget)[0]
         if alone:
@@ -103,24 +103,35 @@ def _oversized(entry: dict[str, Any], size: int, page_bytes: int, offset: int, b
                 f'The entry of tool {tool} in group {group} is {size} bytes, {instruction_bytes} of them the source '
                 f'instructions of group {group}, which every entry of that group carries: with them it cannot fit in '
                 f'one search page (it needs {page_bytes} bytes, budget {budget} bytes). Search other groups, and ask '
-                'the host to shorten the instructions of that group or to raise max_search_bytes.'
+                'the host to shorten the instructions of that group or to raise max_search_bytes.',
+                FailureReason(
+                    'oversized-entry',
+                    entry['group'],
+                    entry['tool'],
+                    entry_bytes=size,
+                    instruction_bytes=instruction_bytes,
+                    budget=budget,
+                ),
             )
     return failed(
         f'The schema of tool {tool} in group {group} is {size} bytes, which cannot fit in one search page (it needs '
         f'{page_bytes} bytes, budget {budget} bytes). It cannot be used through the proxy; search with '
-        f'offset={offset + 1} to skip it, and ask the host to expose it directly or simplify its schema.'
+        f'offset={offset + 1} to skip it, and ask the host to expose it directly or simplify its schema.',
+        reason,
     )
 
 
-def _unserializable(entry: dict[str, Any], reason: str, offset: int) -> ToolFailed:
+def _unserializable(entry: dict[str, Any], reason: str, offset: int) -> ProxyFailed:
     """The failure for an entry that cannot be sent as JSON, naming what cannot: the group's source instructions
     (then every entry of the group fails alike), the description, or the schema."""
     tool, group = shown(entry['tool']), shown(entry['group'])
+    why = FailureReason('unserializable-entry', entry['group'], entry['tool'])
     if entry['instructions'] and not isinstance(_serialized({**entry, 'instructions': []}), str):
         return failed(
             f'The source instructions of group {group} cannot be sent as JSON ({reason}), and every entry of that '
             'group carries them, so search cannot show its tools. Search other groups, and ask the host to fix the '
-            'instructions of that group.'
+            'instructions of that group.',
+            why,
         )
     if not isinstance(_serialized({**entry, 'instructions': [], 'description': ''}), str):
         what = 'description'
@@ -128,7 +139,8 @@ def _unserializable(entry: dict[str, Any], reason: str, offset: int) -> ToolFail
         what = 'schema'
     return failed(
         f'The {what} of tool {tool} in group {group} cannot be sent as JSON ({reason}), so search cannot show it; '
-        f'search with offset={offset + 1} to skip it, and ask the host to fix its {what} or expose it directly.'
+        f'search with offset={offset + 1} to skip it, and ask the host to fix its {what} or expose it directly.',
+        why,
     )
 
 
@@ -150,7 +162,7 @@ async def run_search(
     Raises:
         ModelRetry: unknown group, a `limit` outside 1..max_results, a negative offset, or a query that is not a
             string or longer than `MAX_QUERY_BYTES`.
-        ToolFailed: an entry that cannot fit into `max_search_bytes` on its own (names group, tool, size, budget, and
+        ProxyFailed: (a `ToolFailed` with a `FailureReason`) an entry that cannot fit into `max_search_bytes` on its own (names group, tool, size, budget, and
             the group's instructions when they are the cause), or one that cannot be serialized as JSON at all
             (circular or too deeply nested schema; names group and tool). Either only when it would start the
             page: otherwise the page ends before it.
@@ -178,7 +190,8 @@ async def run_search(
         except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
             cache.reset()
             raise failed(
-                f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.'
+                f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.',
+                FailureReason('core-error'),
             ) from e
     include = runtime.instructions_enabled(ctx)
     interop = interop_for(ctx)

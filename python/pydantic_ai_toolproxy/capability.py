@@ -314,7 +314,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             kept.append(tool_def)
         self._refuse_rewrapping(directory.foreign_toolsets)
         if directory.groups and search_def is not None and call_def is not None:
-            kept.extend(advertised_controls(runtime, search_def, call_def, directory.groups))
+            kept.extend(advertised_controls(self._controls, search_def, call_def, directory.groups))
         request_context.model_request_parameters = replace(params, function_tools=kept)
         shorten_unknown_tool_retries(request_context.messages, runtime, directory, [t.name for t in kept])
         return request_context

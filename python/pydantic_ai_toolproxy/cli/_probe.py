@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import Agent
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities import AbstractCapability, ValidatedToolArgs, WrapToolExecuteHandler
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models import ModelRequestContext
@@ -24,9 +24,10 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from .._directory import Member
+from .._messages import FailureReason, ProxyFailed
 from ..capability import ToolProxyCapability
 
-__all__ = ('ProbeRun', 'Snapshot', 'definition_bytes', 'grouped_members', 'probe', 'text_bytes')
+__all__ = ('ProbeRun', 'Snapshot', 'definition_bytes', 'failure_reason', 'grouped_members', 'probe', 'text_bytes')
 
 
 def definition_bytes(tool_def: ToolDefinition) -> int:
@@ -73,20 +74,41 @@ class ProbeRun:
     Attributes:
         snapshot: The first request, or None when preparation failed before it.
         returns: Tool call id -> the `ToolReturnPart` the model got back for the probe's calls.
+        failures: Tool call id -> the `FailureReason` of a probe call a control failed (the data beside the
+            failure text in `returns`; `_Recorder` takes it from the control's `ProxyFailed`).
         error: The `UserError` preparation raised (a member that cannot be proxied, a name collision), if any;
             the first one when several sources failed at once.
     """
 
     snapshot: Snapshot | None = None
     returns: dict[str, ToolReturnPart] = field(default_factory=dict)
+    failures: dict[str, FailureReason] = field(default_factory=dict)
     error: UserError | None = None
 
 
 @dataclass
 class _Recorder(AbstractCapability[Any]):
-    """Copies `ctx.tool_manager.tools` at each model request into a shared list; adds nothing to the request."""
+    """Copies `ctx.tool_manager.tools` at each model request into a shared list, and the `FailureReason` of every
+    tool call a control failed into `failures` (by call id); changes nothing of the request or the calls."""
 
     seen: list[dict[str, ToolsetTool[Any]]] = field(default_factory=list)
+    failures: dict[str, FailureReason] = field(default_factory=dict)
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        try:
+            return await handler(args)
+        except Exception as error:  # Pydantic AI wraps the control's `ProxyFailed` as `ToolFailedError` (its cause)
+            if (reason := failure_reason(error)) is not None:
+                self.failures[call.tool_call_id] = reason
+            raise
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -94,6 +116,19 @@ class _Recorder(AbstractCapability[Any]):
         manager = ctx.tool_manager
         self.seen.append(dict(manager.tools) if manager is not None and manager.tools is not None else {})
         return request_context
+
+
+def failure_reason(error: BaseException) -> FailureReason | None:
+    """The `FailureReason` of the control's `ProxyFailed` that is `error` or its cause (Pydantic AI raises a
+    `ToolFailedError` from it), else None."""
+    current: BaseException | None = error
+    for _ in range(8):
+        if current is None:
+            return None
+        if isinstance(current, ProxyFailed):
+            return current.reason
+        current = current.__cause__
+    return None
 
 
 def grouped_members(capability: ToolProxyCapability[Any], snapshot: Snapshot) -> dict[str, list[Member]]:
@@ -163,6 +198,7 @@ async def probe(
             raise
         result.error = _leaves(matched)[0]
         return result
+    result.failures = {k: v for k, v in recorder.failures.items() if k.startswith('probe-')}
     for message in run.all_messages():
         if isinstance(message, ModelRequest):
             for part in message.parts:

@@ -6,12 +6,11 @@ Errors would fail at runtime (the capability refuses to prepare, or a search fai
 
 from __future__ import annotations
 
-import ast
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from .. import _core
+from .._members import Unsupported
 
 __all__ = (
     'Problem',
@@ -21,7 +20,6 @@ __all__ = (
     'duplicate',
     'not_first',
     'oversized',
-    'parse_oversized',
     'preparation',
     'unsupported',
 )
@@ -72,24 +70,6 @@ class Problem:
         return self.group or self.tool or '-'
 
 
-_QUOTED = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\""""
-_OVERSIZED = re.compile(
-    rf'tool (?P<tool>{_QUOTED}) in group (?P<group>{_QUOTED}) is (?P<size>\d+) bytes'
-    r'(?:, (?P<instructions>\d+) of them the source instructions)?'
-)
-
-
-def parse_oversized(message: str) -> tuple[str, str, int, int | None] | None:
-    """`(group, tool, entry bytes, bytes of the group's source instructions or None)` from the search control's
-    failure for an entry that cannot fit a page (`_search._oversized`); the instructions' bytes are given when the
-    entry would fit without them."""
-    match = _OVERSIZED.search(message)
-    if match is None:
-        return None
-    instructions = int(match['instructions']) if match['instructions'] is not None else None
-    return ast.literal_eval(match['group']), ast.literal_eval(match['tool']), int(match['size']), instructions
-
-
 def oversized(group: str, tool: str, size: int, instructions: int | None, budget: int, members: int) -> Problem:
     """Error: the entry of `tool` is `size` bytes and cannot fit a page of `budget` bytes; `instructions` is the
     share of the group's source instructions when they are the cause (the entry would fit without them).
@@ -126,14 +106,15 @@ def oversized(group: str, tool: str, size: int, instructions: int | None, budget
     )
 
 
-def unsupported(group: str, tool: str, reason: str) -> Problem:
-    """Error: a member the proxy cannot target; `reason` is `_members.unsupported_member_reason`'s text."""
+def unsupported(group: str, tool: str, reason: Unsupported) -> Problem:
+    """Error: a member the proxy cannot target; `reason` is `_members.unsupported_member`'s (the fix is chosen
+    by its `kind`, the message quotes its `text`)."""
     fix = (
         'select native=False, local=True on its source, or leave the source ungrouped'
-        if 'provider-native' in reason
+        if reason.kind == 'provider-native'
         else 'leave it ungrouped: install it directly, and group the rest of its source (e.g. with `.filtered(...)`)'
     )
-    return Problem('error', 'unsupported', group, tool, f'it cannot be a proxy target: {reason}', fix)
+    return Problem('error', 'unsupported', group, tool, f'it cannot be a proxy target: {reason.text}', fix)
 
 
 def blank_description(group: str | None, tool: str) -> Problem:

@@ -4,10 +4,11 @@ All findings come from real agent runs (`_probe.probe`):
 
 1. The groups under one `ToolProxyCapability`; if preparation raises `UserError`, each group alone, and for
    a failing group its tools listed through a filter that keeps none, to find every unsupported member
-   (`_members.unsupported_member_reason`) and, for a combined source, every duplicate local name.
+   (`_members.unsupported_member`) and, for a combined source, every duplicate local name.
 2. In the same run, the scripted model searches every member twice, as a model would: a browse page of
    exactly that entry (`query=""`, `offset=k`, `limit=1`) to find entries larger than `max_search_bytes`,
-   and a search for its own name in its group, which must return it first.
+   and a search for its own name in its group, which must return it first. A failed search is read by the
+   `FailureReason` the control raised beside its text (`ProbeRun.failures`), never by parsing the text.
 3. The direct sources together with the proxy: a `UserError` there is a canonical-name or control-name
    collision, listed in full by comparing the direct tools' names with the members' canonical names.
 """
@@ -26,7 +27,8 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from .._directory import Member
-from .._members import unsupported_member_reason
+from .._members import unsupported_member
+from .._messages import FailureReason
 from ._probe import Calls, ProbeRun, Snapshot, grouped_members, probe
 from ._problems import (
     Problem,
@@ -36,7 +38,6 @@ from ._problems import (
     duplicate,
     not_first,
     oversized,
-    parse_oversized,
     preparation,
     unsupported,
 )
@@ -82,7 +83,7 @@ async def _diagnose(group: str, source: Source, error: UserError) -> tuple[list[
         found: list[Problem] = []
         blank: list[Problem] = []
         for tool_def in tools:
-            if (reason := unsupported_member_reason(tool_def)) is not None:
+            if (reason := unsupported_member(tool_def)) is not None:
                 found.append(unsupported(group, tool_def.name, reason))
             elif not (tool_def.description or '').strip():
                 blank.append(blank_description(group, tool_def.name))
@@ -130,28 +131,44 @@ def _page(part: ToolReturnPart | None) -> dict[str, Any] | str:
     return page
 
 
+def _oversized_entry(run: ProbeRun, call_id: str) -> FailureReason | None:
+    """The `oversized-entry` reason of a failed probe search, else None."""
+    reason = run.failures.get(call_id)
+    return reason if reason is not None and reason.kind == 'oversized-entry' else None
+
+
 def _search_problems(run: ProbeRun, plan: list[tuple[str, Member]], budget: int) -> list[Problem]:
     problems: list[Problem] = []
-    too_large: set[tuple[str, str]] = set()
+    too_large: set[tuple[str | None, str | None]] = set()
     for i, (mode, member) in enumerate(plan):
-        page = _page(run.returns.get(f'probe-{i}'))
+        call_id = f'probe-{i}'
+        page = _page(run.returns.get(call_id))
         if mode == 'browse':
             if isinstance(page, str):
-                parsed = parse_oversized(page)
-                if parsed is None:
+                reason = _oversized_entry(run, call_id)
+                if reason is None or reason.group is None or reason.tool is None or reason.entry_bytes is None:
                     problems.append(preparation(member.group, f'browsing group {member.group!r} fails: {page}'))
-                elif parsed[:2] not in too_large:
-                    too_large.add(parsed[:2])
-                    problems.append(oversized(*parsed, budget, len(plan) // 2))
+                elif (reason.group, reason.tool) not in too_large:
+                    too_large.add((reason.group, reason.tool))
+                    problems.append(
+                        oversized(
+                            reason.group,
+                            reason.tool,
+                            reason.entry_bytes,
+                            reason.instruction_bytes,
+                            budget,
+                            len(plan) // 2,
+                        )
+                    )
             continue
         if isinstance(page, str):
-            parsed = parse_oversized(page)
-            if parsed is not None and parsed[1] == member.local_name:
+            reason = _oversized_entry(run, call_id)
+            if reason is not None and reason.tool == member.local_name:
                 continue  # reported as oversized by the browse pass
-            first = parsed[1] if parsed is not None else None
+            first = reason.tool if reason is not None else None
             problems.append(
                 not_first(
-                    member.group, member.local_name, first, ', whose entry is too large' if parsed else f': {page}'
+                    member.group, member.local_name, first, ', whose entry is too large' if reason else f': {page}'
                 )
             )
         elif not page['tools'] or page['tools'][0]['tool'] != member.local_name:
