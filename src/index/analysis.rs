@@ -153,10 +153,10 @@ impl SearchIndex {
             keys.extend(
                 group
                     .members
-                    .keys()
+                    .iter()
                     .skip(skip)
                     .take(wanted)
-                    .map(|name| Arc::from(name.0.key())),
+                    .map(|(name, _)| Arc::from(name.0.key())),
             );
             skip = 0;
         }

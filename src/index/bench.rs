@@ -105,6 +105,42 @@ fn records_from(path: &str) -> Vec<Record> {
         .collect()
 }
 
+extern "C" {
+    fn malloc_trim(pad: usize) -> i32;
+}
+
+/// Resident memory after returning freed memory to the system, in bytes (Linux).
+fn settled_rss() -> usize {
+    // SAFETY: glibc's `malloc_trim` has no preconditions.
+    unsafe { malloc_trim(0) };
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+#[test]
+#[ignore = "memory; TOOLPROXY_RECORDS=file, run with --release --ignored --nocapture"]
+fn build_memory() {
+    let Ok(path) = std::env::var("TOOLPROXY_RECORDS") else {
+        return;
+    };
+    let before = settled_rss();
+    let records = records_from(&path);
+    let count = records.len();
+    let mut index = SearchIndex::new();
+    index.upsert(records);
+    let after = settled_rss();
+    std::hint::black_box(&index);
+    println!(
+        "{count} records: RSS {} B per record after the build",
+        (after - before) / count
+    );
+}
+
 #[test]
 #[ignore = "timing; TOOLPROXY_RECORDS=file, run with --release --ignored --nocapture"]
 fn build_phases() {

@@ -169,8 +169,7 @@ impl MaxScore<'_, '_, '_> {
     fn members(&self, group: usize) -> impl Iterator<Item = u32> + '_ {
         self.index.groups[group]
             .members
-            .values()
-            .copied()
+            .docs()
             .filter(|&doc| self.scorer.selectable(doc))
     }
 

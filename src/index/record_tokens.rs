@@ -62,18 +62,9 @@ impl Tokens {
 
     fn tokenize(record: &Record, fingerprint: u64, distinct: &mut HashTable<(u64, u32)>) -> Self {
         distinct.clear();
-        let parameters = &record.parameter_text;
-        // Sized for the usual case up front, so that the buffers rarely grow.
-        let source = record.tool.len()
-            + record.group.len()
-            + record.description.len().min(MAX_DESCRIPTION_BYTES)
-            + parameters
-                .iter()
-                .map(String::len)
-                .sum::<usize>()
-                .min(MAX_PARAMETER_TEXT_BYTES);
-        let mut text = String::with_capacity(source);
-        let mut terms: Vec<(u32, [u8; FIELDS])> = Vec::with_capacity(source / 8 + 4);
+        // (Buffers sized up front would leave holes in the heap among the index's allocations.)
+        let mut text = String::new();
+        let mut terms: Vec<(u32, [u8; FIELDS])> = Vec::new();
         let mut lens = [0u32; FIELDS];
         let state = FoldHashState::default();
         let mut add_text = |field: usize, source: &str| {
@@ -109,6 +100,7 @@ impl Tokens {
             truncate_str(&record.description, MAX_DESCRIPTION_BYTES),
         );
         let mut budget = MAX_PARAMETER_TEXT_BYTES;
+        let parameters = &record.parameter_text;
         let texts = parameters.names.iter().map(|text| (PARAMETER_NAMES, text));
         let texts = texts.chain(parameters.texts.iter().map(|text| (PARAMETER_TEXT, text)));
         for (field, source) in texts {

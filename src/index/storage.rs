@@ -8,7 +8,6 @@
 //! document's position in `(group, tool, key)` order) are renumbered.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::doc_name::{ByTool, DocName};
@@ -26,8 +25,64 @@ pub(super) struct Doc {
 #[derive(Debug, Default)]
 pub(super) struct Group {
     pub(super) name: Arc<str>,
-    /// Live members in browse order: (tool, key) -> doc.
-    pub(super) members: BTreeMap<ByTool, u32>,
+    /// Live members in browse order, `(tool, key)`, with their documents.
+    pub(super) members: Members,
+}
+
+/// A group's live members in browse order, `(tool, key)`, with their documents: a vector that
+/// upserts append to and that is sorted (and cleared of removed members) once after each change,
+/// by [`Members::settle`]. A stable sort of a sorted run and an appended tail is a merge, so a
+/// small update of a large group costs about one pass.
+#[derive(Debug, Default)]
+pub(super) struct Members {
+    entries: Vec<(ByTool, u32)>,
+    live: usize,
+    unsettled: bool,
+}
+
+impl Members {
+    /// Number of live members.
+    pub(super) fn len(&self) -> usize {
+        self.live
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The members' names and documents, in browse order (the members must be settled).
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&ByTool, u32)> + '_ {
+        debug_assert!(!self.unsettled);
+        self.entries.iter().map(|(name, doc)| (name, *doc))
+    }
+
+    /// The members' documents, in browse order (the members must be settled).
+    pub(super) fn docs(&self) -> impl Iterator<Item = u32> + '_ {
+        self.iter().map(|(_, doc)| doc)
+    }
+
+    fn add(&mut self, name: DocName, doc: u32) {
+        self.entries.push((ByTool(name), doc));
+        self.live += 1;
+        self.unsettled = true;
+    }
+
+    /// Counts a member out; its entry goes at the next [`Self::settle`] (its document is dead).
+    fn remove(&mut self) {
+        self.live -= 1;
+        self.unsettled = true;
+    }
+
+    /// Drops the entries of dead documents and sorts the rest into browse order.
+    fn settle(&mut self, alive: &[bool]) {
+        if !self.unsettled {
+            return;
+        }
+        self.entries.retain(|&(_, doc)| alive[doc as usize]);
+        self.entries.sort_by(|a, b| a.0.cmp(&b.0));
+        self.unsettled = false;
+        debug_assert_eq!(self.entries.len(), self.live);
+    }
 }
 
 /// `tool` lower-cased (as exact-name matching compares it), without a copy when it already is.
@@ -84,6 +139,7 @@ impl SearchIndex {
                 });
             }
         });
+        self.settle_members();
         if added == 0 {
             return;
         }
@@ -137,6 +193,9 @@ impl SearchIndex {
         for list in &mut self.postings {
             list.shrink_to_fit();
         }
+        for group in &mut self.groups {
+            group.members.entries.shrink_to_fit();
+        }
         self.postings.shrink_to_fit();
         self.docs.shrink_to_fit();
         self.alive.shrink_to_fit();
@@ -170,8 +229,16 @@ impl SearchIndex {
             }
         }
         if changed {
+            self.settle_members();
             self.maybe_compact();
             self.renumber_ordinals();
+        }
+    }
+
+    /// Settles every changed group's members ([`Members::settle`]).
+    fn settle_members(&mut self) {
+        for group in &mut self.groups {
+            group.members.settle(&self.alive);
         }
     }
 
@@ -181,7 +248,7 @@ impl SearchIndex {
         self.tie_break_ordinals.resize(self.docs.len(), u32::MAX);
         let mut ordinal = 0u32;
         for &group in self.group_ids.values() {
-            for &doc in self.groups[group as usize].members.values() {
+            for doc in self.groups[group as usize].members.docs() {
                 self.tie_break_ordinals[doc as usize] = ordinal;
                 ordinal += 1;
             }
@@ -196,7 +263,7 @@ impl SearchIndex {
         let name: Arc<str> = Arc::from(name);
         self.groups.push(Group {
             name: name.clone(),
-            members: BTreeMap::new(),
+            members: Members::default(),
         });
         self.group_ids.insert(name, id);
         id
@@ -230,9 +297,7 @@ impl SearchIndex {
         self.live += 1;
         self.by_key.insert(name.key(), doc);
         self.by_tool_folded.insert(&folded(&record.tool), doc);
-        self.groups[group as usize]
-            .members
-            .insert(ByTool(name), doc);
+        self.groups[group as usize].members.add(name, doc);
     }
 
     fn remove_doc(&mut self, doc: u32) {
@@ -249,9 +314,7 @@ impl SearchIndex {
         let name = &self.docs[index].name;
         self.by_key.remove(name.key(), doc);
         self.by_tool_folded.remove(&folded(name.tool()), doc);
-        self.groups[self.doc_group[index] as usize]
-            .members
-            .remove(&ByTool(name.clone()));
+        self.groups[self.doc_group[index] as usize].members.remove();
     }
 
     fn maybe_compact(&mut self) {
@@ -310,7 +373,7 @@ impl SearchIndex {
         self.by_key.remap(&remap);
         self.by_tool_folded.remap(&remap);
         for group in &mut self.groups {
-            for doc in group.members.values_mut() {
+            for (_, doc) in &mut group.members.entries {
                 *doc = remap[*doc as usize];
             }
         }
