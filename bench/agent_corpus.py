@@ -1,4 +1,4 @@
-"""The agent-query development set (issue 14): real MCP servers' tools and queries written the way agents search.
+"""The agent-query development set: real MCP servers' tools and queries written the way agents search.
 
 * **Tools**: ``bench/agent_queries/catalogue.json``, the tool lists of real MCP server packages from PyPI, one
   group per server, each group with the package's own summary as its description (extracted once by

@@ -1,4 +1,4 @@
-"""The BFCL search-quality corpus of issue 5: 1,582 tool definitions and 2,501 questions.
+"""The BFCL search-quality corpus: 1,582 tool definitions and 2,501 questions.
 
 Definition (reproduces the issue's counts exactly with ``bfcl-eval==2026.3.23``):
 

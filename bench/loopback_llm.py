@@ -332,9 +332,9 @@ class LoopbackServer:
             pass
 
     def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()  # the server stops at stdin EOF (it may have stopped by itself already)
         if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()  # the server stops at stdin EOF
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:

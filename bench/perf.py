@@ -1,4 +1,4 @@
-"""Speed, memory and context benchmark of pydantic-ai-toolproxy against the reference implementations (issue 4).
+"""Speed, memory and context benchmark of pydantic-ai-toolproxy against the reference implementations.
 
 Everything is measured in this one process run, on corpora of 1,000 / 10,000 / 100,000 tools made from the
 real BFCL function schemas (replicated with name suffixes past their 1,853), with 50 keyword queries and 50

@@ -1,4 +1,4 @@
-"""Where a ToolProxy step's time goes (issue 15): cProfile of real-client proxy runs (`bench/real_client.py`'s
+"""Where a ToolProxy step's time goes: cProfile of real-client proxy runs (`bench/real_client.py`'s
 ToolProxy row: `OpenAIChatModel` against the loopback server, a search step, a call step, a text step).
 
 Three measurements of the same agent, after a warm-up run that builds the search index:

@@ -23,7 +23,7 @@ table. Metrics, overall (all queries alike) and per category:
 * MRR@10: mean of 1 / rank, 0 for a query not found in the first 10.
 
 Prints Markdown tables. ``--check`` exits 1 unless this package reaches Recall@1 >= 0.63, Recall@5 >= 0.86 and
-MRR@10 >= 0.75 on BFCL and beats every BFCL reference row on all three. The agent-query target of issue 14
+MRR@10 >= 0.75 on BFCL and beats every BFCL reference row on all three. The agent-query target
 (Recall@5 at least 0.10 above bm25s with the group text) is reported, not checked. ``--misses FILE`` writes one
 JSON line per agent query: the query, its relevant tools and each ranker's first 10.
 """
@@ -312,7 +312,7 @@ def main() -> int:
         tools, _descriptions, questions = agent()
         groups = load_groups()
         print(
-            f'\n## Agent queries (issue 14): {len(tools)} tools of {len(groups)} real MCP servers from PyPI (one group '
+            f'\n## Agent queries: {len(tools)} tools of {len(groups)} real MCP servers from PyPI (one group '
             f'per server, its package summary as the group description), {len(questions)} queries written the way '
             f'agents search; first {K} results.'
         )

@@ -1,4 +1,4 @@
-"""What a user pays per step with a real provider client (issue 15): Pydantic AI's `OpenAIChatModel` on the
+"""What a user pays per step with a real provider client: Pydantic AI's `OpenAIChatModel` on the
 `openai` SDK (and `AnthropicModel` on the `anthropic` SDK) over real HTTP and JSON, against the scripted server of
 `bench/loopback_llm.py` (another process, 127.0.0.1 only).
 
@@ -24,7 +24,7 @@ import copy
 import gc
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -102,8 +102,9 @@ class RowSamples:
 class TimedModel:
     """Records (cpu, wall) when each `request` of a model instance returns (patched on the instance only)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, close: Callable[[], Awaitable[None]]) -> None:
         self.model = model
+        self.close = close
         self.marks: list[tuple[float, float]] = []
         original = model.request
 
@@ -120,21 +121,23 @@ PROVIDERS = ('openai', 'anthropic')
 
 def provider_model(provider: str, server: LoopbackServer) -> TimedModel:
     """`OpenAIChatModel` ('gpt-4o', Chat Completions) or `AnthropicModel` ('claude-sonnet-4-5') on the server,
-    each on its SDK's client without retries."""
+    each on its SDK's client without retries; `await model.close()` closes that client's connections."""
     if provider == 'openai':
         from openai import AsyncOpenAI
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
         client = AsyncOpenAI(base_url=f'{server.url}/v1', api_key='loopback', max_retries=0, timeout=600)
-        return TimedModel(OpenAIChatModel('gpt-4o', provider=OpenAIProvider(openai_client=client)))
+        return TimedModel(OpenAIChatModel('gpt-4o', provider=OpenAIProvider(openai_client=client)), client.close)
     if provider == 'anthropic':
         from anthropic import AsyncAnthropic
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
         client = AsyncAnthropic(base_url=server.url, api_key='loopback', max_retries=0, timeout=600)
-        return TimedModel(AnthropicModel('claude-sonnet-4-5', provider=AnthropicProvider(anthropic_client=client)))
+        return TimedModel(
+            AnthropicModel('claude-sonnet-4-5', provider=AnthropicProvider(anthropic_client=client)), client.close
+        )
     raise ValueError(f'unknown provider {provider!r}')
 
 
@@ -236,6 +239,27 @@ async def measure(
     plans = scripts(targets(fns, tasks))
     counts = {row: (runs_by_row or {}).get(row, runs) for row in ROWS}
     samples = {row: RowSamples(text_only=row in text_only) for row in ROWS}
+    try:
+        label = f'real client ({provider}), {len(fns):,} tools'
+        await _measure_rows(by_row, timed, server, plans, counts, samples, tasks, warm_up, text_only, progress, label)
+    finally:
+        await timed.close()
+    return samples
+
+
+async def _measure_rows(
+    by_row: dict[str, Agent[None, str]],
+    timed: TimedModel,
+    server: LoopbackServer,
+    plans: dict[str, list[dict[str, Any]]],
+    counts: dict[str, int],
+    samples: dict[str, RowSamples],
+    tasks: int,
+    warm_up: Sequence[str],
+    text_only: Sequence[str],
+    progress: Any,
+    label: str,
+) -> None:
     for row in warm_up:
         script = [] if row == DIRECT else plans[row][:1]
         await run_once(by_row[row], timed, server, script, 0, None)
@@ -245,8 +269,7 @@ async def measure(
                 script, n_tasks = ([], 0) if row in text_only else (plans[row], tasks)
                 await run_once(agent, timed, server, script, n_tasks, samples[row])
                 if progress is not None:
-                    progress(f'real client ({provider}), {len(fns):,} tools, {row}: run {i + 1}/{counts[row]}')
-    return samples
+                    progress(f'{label}, {row}: run {i + 1}/{counts[row]}')
 
 
 def p95(values: Sequence[float]) -> float:

@@ -1,4 +1,4 @@
-"""A hand-written stdio MCP server that lists hostile tool definitions as raw JSON text (issue 6, point 3).
+"""A hand-written stdio MCP server that lists hostile tool definitions as raw JSON text.
 
 No SDK on the server side: responses are written as literal JSON-RPC lines, so they can hold what no
 well-behaved SDK would emit: duplicate object keys, `NaN`/`Infinity` literals, a 1 MB description, a

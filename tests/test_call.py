@@ -1,4 +1,4 @@
-"""The call control in real Agent runs: dispatch, retries, usage, approvals, bad envelopes (issue 2, point 4)."""
+"""The call control in real Agent runs: dispatch, retries, usage, approvals, bad envelopes."""
 
 from __future__ import annotations
 

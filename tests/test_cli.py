@@ -1,4 +1,4 @@
-"""The `toolproxy` command line (issue 7), run as a subprocess against the example MCP server and BFCL toolsets.
+"""The `toolproxy` command line, run as a subprocess against the example MCP server and BFCL toolsets.
 
 Figures the CLI prints are cross-checked against real agent runs made here, so what it shows must be
 what the model gets.
@@ -211,6 +211,8 @@ def http_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
 
 
 def test_search_over_an_http_mcp_server(http_server: str) -> None:

@@ -172,7 +172,8 @@ def test_a_closed_pipe_ends_quietly() -> None:
     )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
-    err = proc.stderr.read().decode()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
     assert proc.wait(timeout=300) == 141
     assert err == ''
 

@@ -94,6 +94,7 @@ def test_quickstart_prints_its_results_in_under_two_seconds_of_cpu() -> None:
     assert cpu < 2.0, f'the quickstart used {cpu:.2f} s of CPU'
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('path', docs_outputs.doc_files(), ids=lambda p: p.name)
 def test_command_outputs_shown_are_current(path: Path) -> None:
     text = path.read_text()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 import textwrap
@@ -42,4 +43,11 @@ def test_the_public_api_has_examples() -> None:
 def test_docstring_example_runs(source: str) -> None:
     if "'openai:" in source:
         pytest.skip('names a real provider model (needs its package and an API key): shown, not run')
-    exec(compile(source, '<docstring>', 'exec'), {})
+    # `Agent.run_sync` runs on the thread's current event loop (creating one if none): give it one to close after.
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        exec(compile(source, '<docstring>', 'exec'), {})
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

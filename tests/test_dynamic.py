@@ -1,4 +1,4 @@
-"""Stale tools and dynamic sources: a member that disappears is neither found nor callable (issue 2, point 6)."""
+"""Stale tools and dynamic sources: a member that disappears is neither found nor callable."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Grouping in a real Agent run: registration, hiding, direct-call refusal, source kinds (issue 2, point 1)."""
+"""Grouping in a real Agent run: registration, hiding, direct-call refusal, source kinds."""
 
 from __future__ import annotations
 

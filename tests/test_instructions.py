@@ -1,4 +1,4 @@
-"""Control descriptions, group enums, generated guidance and source instructions (issue 2, point 5)."""
+"""Control descriptions, group enums, generated guidance and source instructions."""
 
 from __future__ import annotations
 

@@ -135,6 +135,7 @@ async def test_tool_calls_limit_lets_a_batch_that_fits_run() -> None:
 # --- 3. unknown tool names get a short retry, not the catalogue
 
 
+@pytest.mark.slow
 async def test_an_unknown_name_gets_a_short_retry_naming_the_envelope() -> None:
     script = Script([[('tool_number_4', {'x': 1}), ('tool_numbr_5', {}), ('no_such_thing', {})]])
     result = await Agent(script.model, capabilities=[proxy(10_000)]).run('go')

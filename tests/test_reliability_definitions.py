@@ -1,4 +1,4 @@
-"""Hostile or broken tool definitions from a source: no crash, no stack overflow, bounded memory (issue 6, point 3).
+"""Hostile or broken tool definitions from a source: no crash, no stack overflow, bounded memory.
 
 What happens, by kind (also in the README, "Reliability"):
 

@@ -1,4 +1,4 @@
-"""100,000 hostile call envelopes never reach beyond the current step's grouped members (issue 6, point 1).
+"""100,000 hostile call envelopes never reach beyond the current step's grouped members.
 
 A generated corpus (seeded, so every run plays the same envelopes) is driven through real `Agent` runs with
 a scripted `FunctionModel`: every model response carries a batch of `call_proxy_tool` envelopes (plus a few
@@ -407,6 +407,7 @@ class Driver:
         return ModelResponse(parts=parts)
 
 
+@pytest.mark.slow
 async def test_100k_hostile_envelopes_never_reach_beyond_the_current_step() -> None:
     recorder = Recorder()
     driver = Driver(random.Random(20261129), ENVELOPES)

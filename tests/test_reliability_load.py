@@ -1,4 +1,4 @@
-"""Load: concurrent runs with run-bound tools, and a long run of steps whose tool set changes (issue 6, point 4).
+"""Load: concurrent runs with run-bound tools, and a long run of steps whose tool set changes.
 
 * 200 concurrent runs share one `Agent` and one `ToolProxyCapability`. The group's source is a capability whose
   `for_run` returns a replacement bound to the run's tenant (as `ContextualMCP` does), listing that tenant's
@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -141,6 +142,7 @@ def results_of(messages: list[ModelMessage]) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 async def test_200_concurrent_runs_each_reach_only_their_own_run_bound_tools() -> None:
     source = TenantTools()
     proxy = ToolProxyCapability(groups={'tenant': ToolProxyGroup(source=source, description='Tenant records')})
@@ -235,6 +237,7 @@ def rss_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
 
 
+@pytest.mark.slow
 async def test_soak_changing_tool_set_memory_stays_flat_and_caches_bounded() -> None:
     steps_per_run = 50
     catalog = SlidingCatalog(SOAK_TOOLS, shift=max(1, SOAK_TOOLS // 100))

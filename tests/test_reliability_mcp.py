@@ -1,4 +1,4 @@
-"""Failing MCP servers behind the proxy: real stdio server processes (issue 6, point 5).
+"""Failing MCP servers behind the proxy: real stdio server processes.
 
 `examples/mcp_server.py` provides the failure modes: `crash_server` (the process exits in the middle of the
 call), `never_answer` (no answer ever; the client's `read_timeout` is the tool timeout) and `fail` (returns a

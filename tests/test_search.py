@@ -1,4 +1,4 @@
-"""The search control in real Agent runs: ranking, browsing, limits, byte-budgeted pages (issue 2, point 3)."""
+"""The search control in real Agent runs: ranking, browsing, limits, byte-budgeted pages."""
 
 from __future__ import annotations
 

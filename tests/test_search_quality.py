@@ -1,6 +1,6 @@
-"""Search quality (issue 5): the intended tool first, in any language, through real `search_proxy_tools` calls.
+"""Search quality: the intended tool first, in any language, through real `search_proxy_tools` calls.
 
-Small collections of point 4 run through a real Agent (scripted `FunctionModel`) and the search control;
+Small collections run through a real Agent (scripted `FunctionModel`) and the search control;
 the BFCL quality floor runs the Rust ranking over the benchmark corpus of `bench/corpus.py`.
 """
 

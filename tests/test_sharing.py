@@ -1,4 +1,4 @@
-"""One ToolProxyCapability shared by concurrent runs shares one search index (issue 4, point 5)."""
+"""One ToolProxyCapability shared by concurrent runs shares one search index."""
 
 from __future__ import annotations
 

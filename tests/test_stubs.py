@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pydantic_ai_toolproxy import _core
 
 ALLOWLIST = Path(__file__).with_name('stubtest_allowlist.txt')
 
 
+@pytest.mark.slow
 def test_stub_matches_the_built_module() -> None:
     proc = subprocess.run(
         [sys.executable, '-m', 'mypy.stubtest', 'pydantic_ai_toolproxy._core', '--allowlist', str(ALLOWLIST)],

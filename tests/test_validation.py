@@ -1,4 +1,4 @@
-"""Construction-time validation and preparation-time errors (issue 2, point 2)."""
+"""Construction-time validation and preparation-time errors."""
 
 from __future__ import annotations
 
