@@ -147,3 +147,16 @@ async def test_a_failed_search_carries_its_reason_to_the_probe() -> None:
     assert reason == FailureReason('oversized-entry', 'crm', 'big', entry_bytes=reason.entry_bytes, budget=1024)
     assert reason.entry_bytes is not None and reason.entry_bytes > 1024
     assert f'is {reason.entry_bytes} bytes' in part.model_response_str()
+
+
+def test_each_advertised_schema_is_a_fresh_copy() -> None:
+    from pydantic_ai_toolproxy._controls import with_groups
+
+    proxy = ToolProxyCapability(
+        groups={'crm': ToolProxyGroup(source=FunctionToolset([customer_name]), description='Customer records')}
+    )
+    controls = proxy._controls
+    first = with_groups(controls.search_schema, controls.search_groups, ['crm', 'billing'])
+    first['properties']['limit']['anyOf'][0]['maximum'] = 99  # a model profile transforming its schema in place
+    first['properties']['group']['anyOf'][0]['enum'].append('x')
+    assert _compact(with_groups(controls.search_schema, controls.search_groups, ['crm', 'billing'])) == SEARCH_DEFAULT

@@ -28,6 +28,7 @@ from ._instructions import call_description, group_summary, search_description
 from ._interop import CONTROLS_POLICY, ControlsPolicy, interop_for
 from ._runtime import ProxyRuntime
 from ._search import run_search
+from .config import ToolProxyConfig
 
 __all__ = ('Advertised', 'ControlToolset', 'advertised_controls', 'advertised_schema', 'with_groups')
 
@@ -121,22 +122,45 @@ def group_parameters(function: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(name for name, _, marker, _ in _parameters(function) if marker.groups)
 
 
+def _fresh(node: Any) -> Any:
+    """A copy of a JSON-like value (dicts and lists copied all the way down): every request gets its own schema."""
+    if isinstance(node, dict):
+        return {key: _fresh(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_fresh(item) for item in node]
+    return node
+
+
 def with_groups(schema: dict[str, Any], parameters: Sequence[str], groups: Sequence[str]) -> dict[str, Any]:
-    """`schema` with `enum: groups` spliced into each named parameter (into its string member when it is an
-    `anyOf`, e.g. `str | None`), right after that member's `type`. `schema` itself is not changed."""
+    """A fresh copy of `schema` with `enum: groups` spliced into each named parameter (into its string member when
+    it is an `anyOf`, e.g. `str | None`), right after that member's `type`. `schema` itself is not changed, and
+    the copy shares no dict or list with it (a model profile may transform the schema it is given in place)."""
 
     def spliced(node: dict[str, Any]) -> dict[str, Any]:
         if 'anyOf' in node:
-            return {**node, 'anyOf': [spliced(m) if m.get('type') == 'string' else m for m in node['anyOf']]}
+            return {**node, 'anyOf': [spliced(m) if m.get('type') == 'string' else _fresh(m) for m in node['anyOf']]}
         out: dict[str, Any] = {}
         for key, value in node.items():
-            out[key] = value
+            out[key] = _fresh(value)
             if key == 'type':
                 out['enum'] = list(groups)
         return out
 
-    properties = {name: spliced(p) if name in parameters else p for name, p in schema['properties'].items()}
-    return {**schema, 'properties': properties}
+    properties = {name: spliced(p) if name in parameters else _fresh(p) for name, p in schema['properties'].items()}
+    return {key: properties if key == 'properties' else _fresh(value) for key, value in schema.items()}
+
+
+_DERIVED: dict[tuple[ToolProxyConfig, str], tuple[dict[str, Any], tuple[str, ...]]] = {}
+"""`(advertised schema, group parameters)` per config and control: the markers depend on the config only, so each
+config's schemas are derived once per process (pydantic builds a model for it, about a millisecond)."""
+
+
+def _derived(config: ToolProxyConfig, function: Callable[..., Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    key = (config, function.__name__)
+    found = _DERIVED.get(key)
+    if found is None:
+        found = _DERIVED[key] = (advertised_schema(function), group_parameters(function))
+    return found
 
 
 class ControlToolset(FunctionToolset[Any]):
@@ -194,12 +218,11 @@ class ControlToolset(FunctionToolset[Any]):
             id=None,
         )
         self.runtime = runtime
-        self.search_schema = advertised_schema(search)
-        """The search control's advertised schema without the group enum (`advertised_schema`)."""
-        self.call_schema = advertised_schema(call)
-        """The call control's advertised schema without the group enum."""
-        self.search_groups = group_parameters(search)
-        self.call_groups = group_parameters(call)
+        self.search_schema, self.search_groups = _derived(config, search)
+        """The search control's advertised schema without the group enum (`advertised_schema`, shared: read only),
+        and the names of its group parameters."""
+        self.call_schema, self.call_groups = _derived(config, call)
+        """The call control's advertised schema without the group enum, and its group parameters."""
 
     @property
     def label(self) -> str:
