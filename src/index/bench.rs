@@ -1,4 +1,6 @@
-//! Timings of the index at 100,000 tools (`cargo test --release -- --ignored --nocapture bench`).
+//! Timings and memory of the index at 100,000 tools (`cargo test --release --lib -- --ignored
+//! --nocapture bench`); `build_phases`, `build_memory` and `first_search` read records exported
+//! from the benchmark corpus (`TOOLPROXY_RECORDS`, see `records_from`).
 
 use super::*;
 use std::time::Instant;
@@ -105,11 +107,13 @@ fn records_from(path: &str) -> Vec<Record> {
         .collect()
 }
 
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 extern "C" {
     fn malloc_trim(pad: usize) -> i32;
 }
 
-/// Resident memory after returning freed memory to the system, in bytes (Linux).
+/// Resident memory after returning freed memory to the system, in bytes (Linux, glibc).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn settled_rss() -> usize {
     // SAFETY: glibc's `malloc_trim` has no preconditions.
     unsafe { malloc_trim(0) };
@@ -123,6 +127,7 @@ fn settled_rss() -> usize {
 }
 
 #[test]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[ignore = "memory; TOOLPROXY_RECORDS=file, run with --release --ignored --nocapture"]
 fn build_memory() {
     let Ok(path) = std::env::var("TOOLPROXY_RECORDS") else {
