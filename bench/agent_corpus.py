@@ -22,6 +22,8 @@ from typing import Any
 
 from corpus import Question, Tool
 
+from pydantic_ai_toolproxy._names import canonical_name
+
 __all__ = ['CATALOGUE', 'QUERIES', 'Group', 'load_agent_queries', 'load_agent_tools', 'load_groups', 'parse_queries']
 
 DATA = Path(__file__).resolve().parent / 'agent_queries'
@@ -108,7 +110,7 @@ def load_agent_queries() -> list[Question]:
         missing = [f'{g}/{t}' for g, t in pairs if (g, t) not in known]
         if missing:
             raise KeyError(f'queries.txt line {number}: not in the catalogue: {", ".join(missing)}')
-        questions.append(Question(f'line {number}', category, query, frozenset(f'{g}__{t}' for g, t in pairs)))
+        questions.append(Question(f'line {number}', category, query, frozenset(canonical_name(g, t) for g, t in pairs)))
     return questions
 
 

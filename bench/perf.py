@@ -47,6 +47,8 @@ from pydantic_ai.tools import ToolDefinition  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 
 from pydantic_ai_toolproxy import _core  # noqa: E402
+from pydantic_ai_toolproxy._directory import IndexRecord, index_record  # noqa: E402
+from pydantic_ai_toolproxy._names import canonical_name  # noqa: E402
 from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
 
 FEW = 3
@@ -163,15 +165,16 @@ def fmt(ms: float) -> str:
 # --------------------------------------------------------------------------- implementations
 
 
-def records(fns: Sequence[Fn]) -> list[tuple[str, str, str, str, object]]:
-    return [(f'{f.group}__{f.name}', f.group, f.name, f.description, f.parameters) for f in fns]
+def records(fns: Sequence[Fn]) -> list[IndexRecord]:
+    """The index records of `fns`, built as the proxy builds them (`_directory.index_record`)."""
+    return [index_record(canonical_name(f.group, f.name), f.group, f.description, f.parameters) for f in fns]
 
 
 class CoreSearch:
     """The Rust core: ranking plus planning of the first page of 5 (entry sizes measured lazily and cached)."""
 
     def __init__(self, fns: Sequence[Fn]) -> None:
-        self.by_key = {f'{f.group}__{f.name}': f for f in fns}
+        self.by_key = {canonical_name(f.group, f.name): f for f in fns}
         built = records(fns)  # the Python records exist before the index, as a proxy's tool definitions do
         before = settled_rss()
         self.index = _core.SearchIndex()
@@ -254,7 +257,9 @@ def pydantic_ai_reference(fns: Sequence[Fn]) -> Callable[[str], Any]:
     from pydantic_ai.toolsets._tool_search import keywords_search_fn
 
     defs = [
-        ToolDefinition(name=f'{f.group}__{f.name}', description=f.description, parameters_json_schema=f.parameters)
+        ToolDefinition(
+            name=canonical_name(f.group, f.name), description=f.description, parameters_json_schema=f.parameters
+        )
         for f in fns
     ]
 
@@ -385,11 +390,11 @@ async def main() -> None:
             )
         # incremental update: one tool changed
         changed = fns[len(fns) // 2]
-        key = f'{changed.group}__{changed.name}'
+        key = canonical_name(changed.group, changed.name)
         upd = [
             timed(
                 lambda: core.index.upsert(
-                    [(key, changed.group, changed.name, changed.description + f' v{i}', changed.parameters)]
+                    [index_record(key, changed.group, changed.description + f' v{i}', changed.parameters)]
                 )
             )
             for i in range(20)

@@ -47,6 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import CATEGORIES, GROUP_DESCRIPTIONS, Question, Tool, load_questions, load_tools
 from rankers import Ranker, agent_rankers, bfcl_rankers
 
+from pydantic_ai_toolproxy._names import canonical_name
+
 K = 10
 TARGETS = {'Recall@1': 0.63, 'Recall@5': 0.86, 'MRR@10': 0.75}
 AGENT_MARGIN = 0.10
@@ -97,7 +99,7 @@ def scores(ranks: list[int | None]) -> Scores:
 def bfcl() -> tuple[list[Tool], dict[str, str], list[Question]]:
     """The BFCL corpus with expected tools as `group__tool`."""
     tools = load_tools()
-    key = {tool.name: f'{tool.group}__{tool.name}' for tool in tools}
+    key = {tool.name: canonical_name(tool.group, tool.name) for tool in tools}
     questions = [
         Question(q.id, q.category, q.query, frozenset(key[name] for name in q.expected)) for q in load_questions()
     ]
