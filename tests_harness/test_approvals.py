@@ -1,4 +1,4 @@
-"""Issue 3, point 6: approvals under a13n-harness are inline only, as in plain Pydantic AI."""
+"""Approvals under a13n-harness are inline only, as in plain Pydantic AI."""
 
 from __future__ import annotations
 

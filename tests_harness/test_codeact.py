@@ -1,4 +1,4 @@
-"""Issue 3, point 5: ToolProxy under a13n-harness CodeAct (spec: "Use with CodeAct")."""
+"""ToolProxy under a13n-harness CodeAct (spec: "Use with CodeAct")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 3, point 4: a grouped run-bound `ContextualMCP` against a real streamable-HTTP MCP server on loopback.
+"""A grouped run-bound `ContextualMCP` against a real streamable-HTTP MCP server on loopback.
 
 Spec: "Group a run-bound MCP Capability". The server (`kb_mcp_server.py`, started by the `kb_server` fixture)
 records the headers of every HTTP request it receives.

@@ -1,4 +1,4 @@
-"""Issue 3, point 1: `ToolProxyCapability` is a drop-in capability of a real a13n-harness agent."""
+"""`ToolProxyCapability` is a drop-in capability of a real a13n-harness agent."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ async def test_model_calling_a_member_directly_gets_a_retry_and_the_tool_never_r
 
 
 def test_harness_contract_rejects_a_proxy_that_claims_to_wrap_the_tool_surface() -> None:
-    """Why ToolProxyCapability declares no ordering: the harness reserves the outer position (issue 3, point 1)."""
+    """Why ToolProxyCapability declares no ordering: the harness reserves the outer position."""
 
     class OutermostProxy(ToolProxyCapability[Any]):
         def get_ordering(self) -> CapabilityOrdering:

@@ -1,4 +1,4 @@
-"""Issue 3, point 3: the spec's `HostToolsPlugin` example ("Plugin-contributed sources"), unchanged but for our imports."""
+"""The spec's `HostToolsPlugin` example ("Plugin-contributed sources"), unchanged but for our imports."""
 
 from __future__ import annotations
 

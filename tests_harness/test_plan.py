@@ -1,4 +1,4 @@
-"""Issue 3, point 2: `ToolProxyPlan` / `ToolProxySelection` applied to real a13n-harness definitions and plugins."""
+"""`ToolProxyPlan` / `ToolProxySelection` applied to real a13n-harness definitions and plugins."""
 
 from __future__ import annotations
 
