@@ -53,6 +53,8 @@ from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
 
 FEW = 3
 """Queries of each kind the pure-Python references run at 100,000 tools (one a13n question takes seconds)."""
+SOME = 10
+"""Queries of each kind the pure-Python references run at 10,000 tools (medians settle; all 50 took a minute)."""
 PER_STEP = 5
 """Keyword queries and questions each searched as the only search of a step (a 100,000-tool step takes seconds)."""
 ANTHROPIC_UP_TO = 10_000
@@ -369,7 +371,8 @@ async def main() -> None:
         if bm is not None:
             results['bm25s'] = {'kw': per_query(bm[0], kw, repeat), 'nl': per_query(bm[0], nl, repeat)}
         pa = pydantic_ai_reference(fns)
-        few_kw, few_nl = (kw, nl) if n <= 10_000 else (kw[:FEW], nl[:FEW])
+        few = len(kw) if n <= 1_000 else SOME if n <= 10_000 else FEW
+        few_kw, few_nl = kw[:few], nl[:few]
         results['Pydantic AI keyword fallback'] = {'kw': per_query(pa, few_kw), 'nl': per_query(pa, few_nl)}
         a13n = a13n_reference(fns)
         if a13n is not None:
@@ -446,7 +449,8 @@ async def main() -> None:
         )
         if not args.skip_steps:
             steps = 3
-            runs = repeat + 2 if n <= 10_000 else 2  # a 100,000-tool step takes seconds: fewer runs there
+            # A 10,000-tool step takes a second of CPU and a 100,000-tool one about ten: fewer runs there.
+            runs = repeat + 2 if n <= 1_000 else repeat if n <= 10_000 else 1
             d, c, p = await step_times(capability_agents(sets, steps), steps, runs)
             own = await own_work_per_step(sets, steps, runs if n <= 10_000 else 1)  # its own code only: steadier
             step_rows.append(
@@ -484,8 +488,8 @@ async def main() -> None:
         )
     )
     print(
-        '\nRatios: reference median / toolproxy median (higher = toolproxy faster). At 100,000 tools the Pydantic AI and '
-        f'a13n references run {FEW} queries of each kind.'
+        '\nRatios: reference median / toolproxy median (higher = toolproxy faster). The Pydantic AI and a13n '
+        f'references run {SOME} queries of each kind at 10,000 tools and {FEW} at 100,000.'
     )
     print('\n## Index build, incremental update, memory\n')
     print(
