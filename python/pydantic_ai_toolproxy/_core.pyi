@@ -133,7 +133,7 @@ class SearchIndex:
     texts) where English words also match through their stem (``restaurants`` ~ ``restaurant``),
     English function words weigh less and only order the records the other words find, and records
     matching more of the query rank higher, then ``(group, tool)`` in byte order.
-    See ``src/index.rs`` for the weights and the README's "Search quality" for the benchmark.
+    See ``src/index/bm25f.rs`` for the weights and the README's "Search quality" for the benchmark.
 
     Safe to share between threads: searches run concurrently without the GIL; updates are
     serialized.
