@@ -271,6 +271,23 @@ def pydantic_ai_reference(fns: Sequence[Fn]) -> Callable[[str], Any]:
     return search
 
 
+def numeric_setup() -> str:
+    """The numeric stack the bm25s reference runs on (its query time depends on it), as one sentence."""
+    try:
+        from importlib.metadata import version
+
+        import numpy
+
+        blas = numpy.__config__.CONFIG.get('Build Dependencies', {}).get('blas', {})
+        config = str(blas.get('openblas configuration') or f'{blas.get("name")} {blas.get("version")}')
+        return (
+            f'bm25s {version("bm25s")} (numpy backend) on numpy {numpy.__version__} with {config}; '
+            f'OPENBLAS_NUM_THREADS={os.environ.get("OPENBLAS_NUM_THREADS", "unset")}, {os.cpu_count()} CPUs.'
+        )
+    except Exception as error:  # a missing or unusual numpy: say so rather than stop the benchmark
+        return f'bm25s numeric setup unknown ({type(error).__name__}: {error}).'
+
+
 def bm25s_reference(fns: Sequence[Fn]) -> tuple[Callable[[str], Any], float] | None:
     try:
         import bm25s
@@ -331,6 +348,7 @@ async def main() -> None:
         f'{len(kw)} keyword queries, {len(nl)} natural-language questions. Medians (p95) per query.\n',
         flush=True,
     )
+    print(numeric_setup() + '\n', flush=True)
 
     rank_rows: list[list[str]] = []
     build_rows: list[list[str]] = []
