@@ -365,3 +365,35 @@ def test_pages_are_identical_across_runs_and_processes() -> None:
     assert outputs[0] == outputs[1] == outputs[2]
     pages = json.loads(outputs[0])
     assert all(len(ranking) >= 10 for _, _, ranking in pages)  # every query had several pages to page through
+
+
+ENTRIES = st.lists(
+    st.dictionaries(
+        st.text(max_size=8), st.one_of(st.none(), st.integers(), TEXT, st.lists(st.integers())), max_size=4
+    ),
+    max_size=8,
+)
+
+
+@FAST
+@given(ENTRIES, st.integers(min_value=0, max_value=10**12), st.integers(min_value=0, max_value=10**6))
+def test_the_planned_page_size_is_the_serialized_page_the_model_gets(
+    entries: list[dict[str, Any]], extra: int, offset: int
+) -> None:
+    """The core's page frame (`src/page.rs`) is exactly the JSON Pydantic AI sends for the search control's page:
+    the planned size equals the bytes of `{"tools": [...], "total": T, "next_offset": K}` through the same
+    serializer (`tool_return_ta`), for any entries, totals and offsets."""
+    from pydantic_ai.messages import tool_return_ta
+    from pydantic_core import from_json
+
+    from pydantic_ai_toolproxy._search import entry_json
+
+    try:
+        encoded = [entry_json(e) for e in entries]
+    except ValueError:  # a lone surrogate: such an entry fails its own page before planning
+        return
+    total = offset + len(entries) + extra
+    count, next_offset, size = _core.plan_page([len(b) for b in encoded], total, offset, 2**40)
+    assert count == len(entries)
+    page = {'tools': [from_json(b) for b in encoded], 'total': total, 'next_offset': next_offset}
+    assert size == len(tool_return_ta.dump_json(page, by_alias=True))
