@@ -299,9 +299,10 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         manager_tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
         search_def = call_def = None
         kept: list[ToolDefinition] = []
+        members = directory.tools  # the dict itself: a membership test per offered tool, in C
         for tool_def in params.function_tools:
             name = tool_def.name
-            if name in directory:
+            if name in members:
                 continue
             if name in (config.search_name, config.call_name):
                 tool = manager_tools.get(name)
