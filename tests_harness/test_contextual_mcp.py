@@ -13,11 +13,11 @@ import pytest
 from a13n_harness import AgentDefinition, AgentSpec, HarnessBuilder, RunBindings
 from a13n_harness.identity import AgentIdentityRef, AgentInstanceContext
 from a13n_harness.mcp import ContextualMCP, MCPContextHeaderBinding, MCPContextHeaders, MCPContextHeadersConfig
-from conftest import KnowledgeServer
 from harness_support import CALL, SEARCH, StreamScript, page_of, returns
 from kb_mcp_server import INSTRUCTIONS
 from pydantic_ai.exceptions import UserError
 
+from conftest import KnowledgeServer
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, ToolProxyPlan, ToolProxySelection
 
 
