@@ -148,6 +148,16 @@ pub fn validate_group_description(group: &str, description: &str) -> Result<()> 
     Ok(())
 }
 
+/// The error for a group description that is not valid Unicode text (a Python `str` holding a lone
+/// surrogate, U+D800 to U+DFFF): it cannot be encoded as UTF-8, so no request carrying it could be sent.
+pub fn description_not_unicode(group: &str) -> Error {
+    Error::new(format!(
+        "invalid description for ToolProxy group {}: it contains a lone surrogate (U+D800 to U+DFFF), \
+         which is not valid Unicode text and cannot be sent to a model; remove it",
+        quote(group)
+    ))
+}
+
 /// `true` when `name` matches `^[A-Za-z0-9_-]{1,64}$`, the function-name rule of model providers.
 pub fn validate_tool_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= MAX_TOOL_NAME_CHARS && name.chars().all(is_name_char)

@@ -408,3 +408,20 @@ def test_console_script_is_installed() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)['tools'][0]['tool'] == 'refund'
+
+
+def test_a_source_whose_get_tools_raises_exits_2_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / 'failing_source.py').write_text(
+        'from pydantic_ai.toolsets import FunctionToolset\n\n\n'
+        'class Boom(FunctionToolset):\n'
+        '    async def get_tools(self, ctx):\n'
+        "        raise RuntimeError('source down')\n\n\n"
+        'def f(x: int) -> str:\n'
+        "    return 'x'\n\n\n"
+        'boom = Boom([f])\n'
+    )
+    for command in ('check', 'inspect'):
+        run = toolproxy('-s', 'failing_source.py:boom', '--group', 'g', command, cwd=tmp_path)
+        assert run.returncode == 2, run.stderr
+        assert 'Traceback' not in run.stderr and 'RuntimeError: source down' in run.stderr
+        assert len(run.stderr.strip().splitlines()) == 1

@@ -452,3 +452,33 @@ async def test_a_refused_envelope_does_not_share_a_budget_with_a_direct_tool_of_
     script = Script([[('g__thing', {'x': 'not a number'})], [(CALL, {'group': 'g', 'tool': 'thing', 'arguments': {}})]])
     result = await Agent(script.model, tools=[g__thing], capabilities=[proxy()]).run('go')
     assert result.output == 'done'
+
+
+# --- found by the hostile pass after the restructuring
+
+
+async def test_validation_retries_and_the_direct_call_guard_stay_bounded_for_long_host_names() -> None:
+    long_name = 'lookup_' + 'x' * 1990
+    toolset: FunctionToolset[Any] = FunctionToolset(max_retries=3)  # both refusals count against this tool
+
+    def lookup(customer_id: int) -> str:
+        """Look up a customer."""
+        return 'ok'
+
+    toolset.add_function(lookup, name=long_name)
+    capability = ToolProxyCapability(groups={'g': ToolProxyGroup(source=toolset, description='Long names')})
+    script = Script(
+        [
+            [(CALL, {'group': 'g', 'tool': long_name, 'arguments': {'customer_id': 'many'}})],
+            [(f'g__{long_name}', {'customer_id': 1})],
+        ]
+    )
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    said = texts(result.all_messages())
+    assert len(said) == 2 and all(len(t) <= MAX_MESSAGE_CHARS for t in said), [len(t) for t in said]
+    assert said[0].startswith('`arguments` do not match') and 'cannot be called directly' in said[1]
+
+
+def test_a_group_description_with_a_lone_surrogate_fails_construction_naming_the_group() -> None:
+    with pytest.raises(ValueError, match=r"group 'crm'.*lone surrogate"):
+        ToolProxyCapability(groups={'crm': ToolProxyGroup(source=numbered(1), description='Customer \udcff records')})

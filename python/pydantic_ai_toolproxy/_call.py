@@ -274,8 +274,8 @@ def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any], member: Memb
     if isinstance(part, ToolReturnPart):
         content = part.content
         if isinstance(content, list):
-            content = (
-                f'`arguments` do not match the parameters of {member.local_name!r} in group {member.group!r}: '
+            content = bounded(
+                f'`arguments` do not match the parameters of {shown(member.local_name)} in group {member.group!r}: '
                 f'{_error_summary(content, ("arguments",))}. Fix `arguments` to match its parameters_json_schema '
                 f'(`{search_name}` with group={member.group!r} returns it) and call again.'
             )
@@ -292,7 +292,7 @@ def _uncertain(member: Member, what: str, error: BaseException, fallback: str = 
     """The failure message of a call whose effects are unknown (spec: "Uncertain effects"). `fallback` describes
     the error when its own text is empty (a bare `TimeoutError`)."""
     detail = str(error) or fallback
-    return (
+    return bounded(
         f'Tool {member.local_name!r} in group {member.group!r} {what} ({type(error).__name__}: '
         f'{cut(detail, MAX_ERROR_CHARS)}). Its outcome is uncertain: it may have had effects. Check the current '
         'state before retrying, especially before repeating a change.'
@@ -354,6 +354,9 @@ def _interrupted_by(error: BaseException) -> BaseException | None:
             return current
         if isinstance(current, mcp_errors) and getattr(current, 'code', None) in _MCP_INTERRUPTED_CODES:
             return current
+        # The suppressed context too: Pydantic AI's function-tool timeout is `raise ModelRetry(...) from None`
+        # inside its `except TimeoutError`. (So a tool's own retry raised the same way inside a timeout handler
+        # also reads as interrupted; the chain cannot tell the two apart.)
         current = current.__cause__ or current.__context__
     return None
 

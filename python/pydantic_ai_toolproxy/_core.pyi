@@ -64,11 +64,12 @@ def validate_group_name(name: str) -> None:
     """
 
 def validate_group_description(group: str, description: str) -> None:
-    """Raise ``ValueError`` if ``description`` is blank or too long.
+    """Raise ``ValueError`` if ``description`` is blank, too long, or not valid Unicode text.
 
     Blank means empty or only whitespace (as ``str.isspace``); too long means more than
-    ``MAX_DESCRIPTION_CHARS`` characters as counted by ``len()``. The message names the group and
-    the description's length.
+    ``MAX_DESCRIPTION_CHARS`` characters as counted by ``len()``; not valid Unicode text means it
+    holds a lone surrogate (it could not be encoded into any request). The message names the group
+    (and the description's length).
     """
 
 def validate_tool_name(name: str) -> bool:

@@ -23,6 +23,7 @@ from ._controls import ControlToolset, advertised_controls
 from ._directory import Directory
 from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
+from ._messages import retry, shown
 from ._names import canonical_name
 from ._private import AgentInstructions, DynamicToolset, normalize_instructions
 from ._runtime import ProxyRuntime
@@ -362,8 +363,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             member = self._runtime.directory(ctx).member(call.tool_name)
             if member is not None and dispatching.get() != call.tool_name and _called_by_model(ctx, call):
                 name = self._runtime.config.call_name
-                raise ModelRetry(
-                    f'{call.tool_name!r} cannot be called directly. Call `{name}` with '
+                raise retry(
+                    f'{shown(call.tool_name)} cannot be called directly. Call `{name}` with '
                     f'{{"group": "{member.group}", "tool": "{member.local_name}", "arguments": {{...}}}} instead.'
                 )
         return await super().before_tool_validate(ctx, call=call, tool_def=tool_def, args=args)

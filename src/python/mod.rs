@@ -17,14 +17,18 @@ fn validate_group_name(name: &Bound<'_, PyString>) -> PyResult<()> {
     guard(|| names::validate_group_name(&text(name)).map_err(value_error))
 }
 
-/// Raise `ValueError` if the description of `group` is blank or too long.
+/// Raise `ValueError` if the description of `group` is blank, too long, or not valid Unicode text.
 #[pyfunction]
 fn validate_group_description(
     group: &Bound<'_, PyString>,
     description: &Bound<'_, PyString>,
 ) -> PyResult<()> {
     guard(|| {
-        names::validate_group_description(&text(group), &text(description)).map_err(value_error)
+        names::validate_group_description(&text(group), &text(description)).map_err(value_error)?;
+        if description.to_str().is_err() {
+            return Err(value_error(names::description_not_unicode(&text(group))));
+        }
+        Ok(())
     })
 }
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import pydantic_ai
 
-from .._messages import encodes
+from .._messages import cut, encodes
 from ._args import build_parser, config_overrides
 from ._progress import Progress
 from ._render import Output, error
@@ -64,8 +64,9 @@ async def _run(ns: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `toolproxy` command line with `argv` (default `sys.argv[1:]`) and return its exit status.
 
-    Status 2 (with a message on stderr) for bad arguments, a source that cannot be loaded or started, or
-    an invalid group or config value; otherwise the command's own status (see the module docstring).
+    Status 2 (with a message on stderr) for bad arguments, a source that cannot be loaded or started, an
+    invalid group or config value, or a source whose own code fails while its tools are prepared (the message
+    names the exception; `TOOLPROXY_TRACEBACK=1` shows its traceback instead); otherwise the command's own status (see the module docstring).
     """
     parser = build_parser()
     ns = parser.parse_args(argv)
@@ -92,3 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Point stdout at /dev/null so the interpreter's final flush does not report the pipe again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as exc:  # a source's own code failed (e.g. its `get_tools` raised): one line, not a traceback
+        if os.environ.get('TOOLPROXY_TRACEBACK'):
+            raise
+        error(
+            f'the sources could not be prepared: {type(exc).__name__}: {cut(str(exc), 300)} '
+            '(set TOOLPROXY_TRACEBACK=1 to see the traceback)'
+        )
+        return 2

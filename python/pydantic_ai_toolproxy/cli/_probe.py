@@ -41,12 +41,13 @@ def definition_bytes(tool_def: ToolDefinition) -> int:
         'description': tool_def.description or '',
         'parameters': tool_def.parameters_json_schema,
     }
-    return len(json.dumps(declaration, separators=(',', ':'), ensure_ascii=False).encode())
+    # `surrogatepass`: a lone surrogate in a source's text (which no provider could send) still counts, not crashes.
+    return len(json.dumps(declaration, separators=(',', ':'), ensure_ascii=False).encode('utf-8', 'surrogatepass'))
 
 
 def text_bytes(text: str | None) -> int:
     """UTF-8 bytes of an instructions string (0 for None)."""
-    return len(text.encode()) if text else 0
+    return len(text.encode('utf-8', 'surrogatepass')) if text else 0
 
 
 @dataclass
