@@ -1,7 +1,11 @@
 """Dump the core index's rankings, scores printed exactly, to compare two builds byte for byte.
 
-    .venv/bin/python bench/dump_rankings.py --out bench/dumps/before.txt
-    diff bench/dumps/before.txt bench/dumps/after.txt
+    .venv/bin/python bench/dump_rankings.py --out /tmp/now.txt
+    cmp /tmp/now.txt bench/dumps/after.txt                      # identical: no ranking moved
+    diff <(cut -d' ' -f1-2 bench/dumps/after.txt) <(cut -d' ' -f1-2 /tmp/now.txt)   # order only, no scores
+
+``bench/dumps/before.txt`` is the ranking before the core was split into ``src/index/`` (3f01d79);
+``after.txt`` is main's ranking now: a change that moves rankings on purpose rewrites it in the same commit.
 
 For every query of both benchmark corpora (BFCL, ``bench/corpus.py``, and the agent-query development set,
 ``bench/agent_corpus.py``) the first 10 results of ``_core.SearchIndex.search`` over all groups, with each
