@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import statistics
 import time
 from collections.abc import Iterator, Sequence
@@ -30,6 +29,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
+from pydantic_ai_toolproxy.cli._probe import definition_bytes
 
 SEARCH = 'search_proxy_tools'
 WARM_UP = 'warm up'
@@ -66,16 +66,7 @@ def proxy_for(sets: dict[str, FunctionToolset[Any]]) -> ToolProxyCapability[Any]
 
 def tool_bytes(defs: Sequence[ToolDefinition]) -> int:
     """UTF-8 bytes of the tool definitions as compact JSON objects `{name, description, parameters}`."""
-    return sum(
-        len(
-            json.dumps(
-                {'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
-                separators=(',', ':'),
-                ensure_ascii=False,
-            ).encode()
-        )
-        for d in defs
-    )
+    return sum(definition_bytes(d) for d in defs)
 
 
 def noop() -> str:

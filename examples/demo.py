@@ -48,6 +48,7 @@ sys.path.insert(0, str(HERE))
 from bfcl_tools import bfcl_toolsets, load_bfcl_questions  # noqa: E402
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup  # noqa: E402
+from pydantic_ai_toolproxy.cli._probe import definition_bytes  # noqa: E402
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 SEARCH_LIMIT = 10
@@ -102,16 +103,7 @@ def requests(n: int) -> list[Request]:
 
 def tool_bytes(defs: list[ToolDefinition]) -> int:
     """UTF-8 bytes of the tool definitions as a model API receives them (name, description, parameters)."""
-    return sum(
-        len(
-            json.dumps(
-                {'name': d.name, 'description': d.description or '', 'parameters': d.parameters_json_schema},
-                separators=(',', ':'),
-                ensure_ascii=False,
-            ).encode()
-        )
-        for d in defs
-    )
+    return sum(definition_bytes(d) for d in defs)
 
 
 class ScriptedModel:
