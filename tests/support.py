@@ -67,6 +67,11 @@ def returns(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
     return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)]
 
 
+def returns_by_id(messages: Sequence[ModelMessage]) -> dict[str, ToolReturnPart]:
+    """Every tool return part in a message history, by its tool call id."""
+    return {p.tool_call_id: p for p in returns(messages)}
+
+
 def last_return(messages: Sequence[ModelMessage], name: str | None = None) -> ToolReturnPart:
     parts = [p for p in returns(messages) if name is None or p.tool_name == name]
     assert parts, f'no tool return for {name!r}'

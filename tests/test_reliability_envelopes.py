@@ -29,6 +29,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
+from support import returns_by_id
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._messages import MAX_MESSAGE_CHARS
@@ -424,13 +425,7 @@ async def test_100k_hostile_envelopes_never_reach_beyond_the_current_step() -> N
         assert result.output == 'done'
         run_id = result.run_id
         new_calls = {k: v for k, v in driver.planned.items() if k not in planned_before}
-        parts = {
-            p.tool_call_id: p
-            for m in result.all_messages()
-            if isinstance(m, ModelRequest)
-            for p in m.parts
-            if isinstance(p, ToolReturnPart)
-        }
+        parts = returns_by_id(result.all_messages())
         executed = recorder.executed[before:]
         # Every execution happened in this run, at a step whose directory (per the hooks) held that member.
         for exec_run, exec_step, label in executed:

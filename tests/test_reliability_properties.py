@@ -31,7 +31,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.usage import UsageLimits
-from support import SEARCH
+from support import SEARCH, returns_by_id
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
 from pydantic_ai_toolproxy._names import canonical_name, local_name
@@ -179,13 +179,7 @@ async def test_a_core_panic_during_search_fails_that_search_and_the_next_one_wor
         return ModelResponse(parts=next(turns, [TextPart('done')]))
 
     result = await Agent(FunctionModel(model), capabilities=[proxy]).run('x')
-    parts = {
-        p.tool_call_id: p
-        for m in result.all_messages()
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    }
+    parts = returns_by_id(result.all_messages())
     assert parts['s1'].outcome == 'failed' and 'search again' in parts['s1'].model_response_str()
     assert json.loads(parts['s2'].model_response_str())['tools'][0]['tool'] == 'alpha'
     assert isinstance(proxy._runtime.search_index.index, _core.SearchIndex)  # rebuilt from scratch
@@ -232,13 +226,7 @@ async def test_a_core_panic_while_a_step_syncs_the_index_fails_nothing_and_the_n
         return ModelResponse(parts=next(turns, [TextPart('done')]))
 
     result = await Agent(FunctionModel(model), capabilities=[proxy, PrepareTools(edit)]).run('x')
-    parts = {
-        p.tool_call_id: p
-        for m in result.all_messages()
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    }
+    parts = returns_by_id(result.all_messages())
     # Step 2's sync (the edited description) panicked in the core: the step went on, and its search rebuilt the index.
     assert json.loads(parts['s1'].model_response_str())['tools'][0]['description'] == 'Alpha report.'
     second = json.loads(parts['s2'].model_response_str())
