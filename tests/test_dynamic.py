@@ -268,3 +268,50 @@ async def test_a_finished_run_state_is_not_kept_by_the_index() -> None:
         await run_once()
     gc.collect()
     assert [i for i, ref in enumerate(sessions) if ref() is not None] == [3]
+
+
+async def test_a_listing_key_tells_every_compared_field_apart() -> None:
+    """The per-step member cache reuses a member only while the source tool equals last listing's: a fresh listing
+    of an unchanged `FunctionToolset` matches, and a change to any field the dataclasses' `__eq__` compare, of the
+    `ToolsetTool` or of its `ToolDefinition`, or to the tool's class, does not."""
+    from dataclasses import dataclass, fields, replace
+
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.toolsets.function import FunctionToolsetTool
+
+    from pydantic_ai_toolproxy._members import _ListingKey
+
+    def alpha(x: int) -> str:
+        """Alpha."""
+        return 'a'
+
+    contexts: list[RunContext[Any]] = []
+
+    def keep(ctx: RunContext[Any], defs: list[ToolDefinition]) -> list[ToolDefinition]:
+        contexts.append(ctx)
+        return defs
+
+    await Agent(TestModel(call_tools=[]), capabilities=[PrepareTools(keep)]).run('x')
+    source = FunctionToolset([alpha])
+    first = (await source.get_tools(contexts[0]))['alpha']
+    again = (await source.get_tools(contexts[0]))['alpha']
+    assert first is not again and first.tool_def is not again.tool_def
+    key = _ListingKey.of(first)
+    assert key.matches(again)
+
+    changed: dict[str, Any] = {'toolset': FunctionToolset([alpha]), 'max_retries': 7, 'args_validator_func': len}
+    for f in fields(first):
+        if f.compare and f.name != 'tool_def':
+            value = changed.get(f.name, object())
+            assert not key.matches(replace(again, **{f.name: value})), f.name
+    def_changes: dict[str, Any] = {'strict': True, 'sequential': True, 'timeout': 3.0, 'defer_loading': True}
+    for f in fields(first.tool_def):
+        if f.compare:
+            value = def_changes.get(f.name, f'changed {f.name}')
+            assert not key.matches(replace(again, tool_def=replace(again.tool_def, **{f.name: value}))), f.name
+
+    @dataclass
+    class OtherTool(FunctionToolsetTool[Any]):
+        pass
+
+    assert not key.matches(OtherTool(**{f.name: getattr(again, f.name) for f in fields(again) if f.init}))

@@ -68,67 +68,78 @@ def _bad_name(name: object) -> str | None:
     return shown if len(shown) <= 80 else shown[:77] + '...'
 
 
-_COMPARED: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
-"""Per dataclass: a getter of the fields its `__eq__` compares (other than a tool's `tool_def`), as one tuple."""
+_JSON_FIELDS = ('parameters_json_schema', 'return_schema', 'metadata')
+"""The definition's JSON-like fields: compared with `same_value` where `==` would hide a change the model sees."""
+
+_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+"""Per dataclass: the getter of its class and the fields its `__eq__` compares (but `tool_def` and `_JSON_FIELDS`)."""
 
 
-def _compared_fields(cls: type) -> Callable[[Any], tuple[Any, ...]]:
-    getter = _COMPARED.get(cls)
+def _compared(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    getter = _GETTERS.get(cls)
     if getter is None:
-        names = tuple(f.name for f in fields(cls) if f.compare and f.name != 'tool_def')
-        getter = attrgetter(*names) if len(names) > 1 else (lambda obj: tuple(getattr(obj, n) for n in names))
-        _COMPARED[cls] = getter
+        names = (f.name for f in fields(cls) if f.compare and f.name != 'tool_def' and f.name not in _JSON_FIELDS)
+        getter = _GETTERS[cls] = attrgetter('__class__', *names)
     return getter
 
 
-def _same_tool(old: ToolsetTool[Any], new: ToolsetTool[Any]) -> bool:
-    """Whether two listings of one source tool are the same tool, so last step's member can be reused.
+@dataclass(slots=True)
+class _ListingKey:
+    """What decides whether a listed source tool equals last listing's: the values its dataclasses' `__eq__` compare.
 
-    The dataclasses' `__eq__` (same class, compared fields equal, `tool_def`s equal) with the field tuples built
-    by `operator.attrgetter` and compared in C: this runs once per member per listing, and a `FunctionToolset`
-    lists a fresh `ToolsetTool` (with a fresh `ToolDefinition`) each time. The definition's schemas and metadata
-    are then held to `same_value` where they are not the same objects, since `==` would hide a change the model
-    or a hook sees (`1` vs `True`, key order). Never reads `__dict__`, which would give each fresh instance a dict
-    of its own. False when a comparison itself fails (a freshly built circular or very deep schema).
+    `fields` and `def_fields` are tuples read by one `operator.attrgetter` call each and compared in C: the class
+    first (so a tool of another class never compares equal), then the compared fields, of the `ToolsetTool` but
+    `tool_def`, and of its `ToolDefinition` but `_JSON_FIELDS`. `json` holds the definition's `_JSON_FIELDS`,
+    held to `same_value` where they are not the same objects, since `==` would hide a change the model or a hook
+    sees (`1` vs `True`, key order). A `FunctionToolset` lists a fresh `ToolsetTool` with a fresh `ToolDefinition`
+    every time (their fields mostly the same objects), so this runs once per member per step: last listing keeps
+    its keys and a new listing is read once. Never reads `__dict__`, which would give each fresh instance a dict.
     """
-    if old is new:
-        return True
-    cls = type(new)
-    if type(old) is not cls:
-        return False
-    try:
-        tool_getter = _COMPARED.get(cls) or _compared_fields(cls)
-        if tool_getter(old) != tool_getter(new):
+
+    getter: Callable[[Any], tuple[Any, ...]]
+    def_getter: Callable[[Any], tuple[Any, ...]]
+    fields: tuple[Any, ...]
+    def_fields: tuple[Any, ...]
+    json: tuple[Any, Any, Any]
+
+    @staticmethod
+    def of(tool: ToolsetTool[Any]) -> _ListingKey:
+        """The key of a listed tool (a dataclass `ToolsetTool` with a dataclass `tool_def`)."""
+        tool_def = tool.tool_def
+        getter, def_getter = _compared(type(tool)), _compared(type(tool_def))
+        json = (tool_def.parameters_json_schema, tool_def.return_schema, tool_def.metadata)
+        return _ListingKey(getter, def_getter, getter(tool), def_getter(tool_def), json)
+
+    def matches(self, tool: ToolsetTool[Any]) -> bool:
+        """Whether `tool` equals the tool this key was read from, strictly for its JSON-like fields.
+
+        False when a comparison itself fails (a freshly built circular or very deep schema, an `==` that raises).
+        """
+        try:
+            tool_def = tool.tool_def
+            if self.getter(tool) != self.fields or self.def_getter(tool_def) != self.def_fields:
+                return False
+            schema, returns, metadata = self.json
+            new_schema, new_returns, new_metadata = (
+                tool_def.parameters_json_schema,
+                tool_def.return_schema,
+                tool_def.metadata,
+            )
+            return (
+                (schema is new_schema or same_value(schema, new_schema))
+                and (returns is new_returns or same_value(returns, new_returns))
+                and (metadata is new_metadata or same_value(metadata, new_metadata))
+            )
+        except Exception:
             return False
-        old_def, new_def = old.tool_def, new.tool_def
-        if old_def is new_def:
-            return True
-        def_cls = type(new_def)
-        if type(old_def) is not def_cls:
-            return False
-        def_getter = _COMPARED.get(def_cls) or _compared_fields(def_cls)
-        if def_getter(old_def) != def_getter(new_def):
-            return False
-        # The definition's JSON-like fields (schemas, metadata), one by one: this is the hot path.
-        schema, new_schema = old_def.parameters_json_schema, new_def.parameters_json_schema
-        if schema is not new_schema and not same_value(schema, new_schema):
-            return False
-        returns, new_returns = old_def.return_schema, new_def.return_schema
-        if returns is not new_returns and not same_value(returns, new_returns):
-            return False
-        metadata, new_metadata = old_def.metadata, new_def.metadata
-        return metadata is new_metadata or same_value(metadata, new_metadata)
-    except Exception:  # a comparison that fails means "changed": a rebuilt circular schema, an `==` that raises
-        return False
 
 
 def _unchanged_listing(
-    tools: dict[str, ToolsetTool[Any]], previous: dict[str, tuple[ToolsetTool[Any], str, ToolsetTool[Any]]]
+    tools: dict[str, ToolsetTool[Any]], previous: dict[str, tuple[_ListingKey, str, ToolsetTool[Any]]]
 ) -> bool:
     """Whether a source listed the same names, in the same order, with tools equal to last listing's."""
-    same = _same_tool
     for (name, tool), (previous_name, hit) in zip(tools.items(), previous.items()):
-        if name != previous_name or not same(hit[0], tool):
+        if name != previous_name or not hit[0].matches(tool):
             return False
     return True
 
@@ -202,10 +213,10 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
 
     group: str = ''
     owner: SurfaceOwner | None = None
-    _last: tuple[
-        dict[str, tuple[ToolsetTool[AgentDepsT], str, ToolsetTool[AgentDepsT]]], dict[str, ToolsetTool[AgentDepsT]]
-    ] = field(default_factory=lambda: ({}, {}), init=False, repr=False, compare=False)
-    """Last listing: `(source tool, canonical name, member)` per source name, and the members it returned. A
+    _last: tuple[dict[str, tuple[_ListingKey, str, ToolsetTool[AgentDepsT]]], dict[str, ToolsetTool[AgentDepsT]]] = (
+        field(default_factory=lambda: ({}, {}), init=False, repr=False, compare=False)
+    )
+    """Last listing: `(key of the source tool, canonical name, member)` per source name, and the members it returned. A
     source tool equal to last step's reuses its member, so an unchanged source allocates nothing per tool per
     step (at 100,000 members the allocations, and the garbage collections they trigger, are most of the wrapping
     cost); a source listing equal to the last one, in the same order, returns a copy of the last members. Replaced
@@ -257,9 +268,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         result: dict[str, ToolsetTool[AgentDepsT]] = {}
         last_toolset: object = None
         last_id: str | None = None
-        renamed: dict[str, tuple[ToolsetTool[AgentDepsT], str, ToolsetTool[AgentDepsT]]] = {}
+        renamed: dict[str, tuple[_ListingKey, str, ToolsetTool[AgentDepsT]]] = {}
         for name, tool in tools.items():
-            if cached and (hit := previous.get(name)) is not None and _same_tool(hit[0], tool):
+            if cached and (hit := previous.get(name)) is not None and hit[0].matches(tool):
                 result[hit[1]] = hit[2]
                 renamed[name] = hit
                 continue
@@ -287,7 +298,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                 tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id)
             )
             if cached:
-                renamed[name] = (tool, canonical, member)
+                renamed[name] = (_ListingKey.of(tool), canonical, member)
             else:
                 member = interop.mark_member(tool, member, name, self.group, self.description)
             result[canonical] = member
