@@ -185,7 +185,9 @@ fn build_phases() {
 }
 
 /// The first search of a thread (its accumulators not yet allocated) over the records of
-/// `TOOLPROXY_RECORDS`, each of the queries of `TOOLPROXY_QUERIES` (one a line) on a new thread.
+/// `TOOLPROXY_RECORDS`, each of the queries of `TOOLPROXY_QUERIES` (one a line) on a new thread;
+/// then each query on a warm thread (mean of 5), with the slowest queries named; then checks that
+/// pruning leaves every query's window as scoring every match gives it.
 #[test]
 #[ignore = "timing; TOOLPROXY_RECORDS=file TOOLPROXY_QUERIES=file, run with --release --ignored --nocapture"]
 fn first_search() {
@@ -213,16 +215,28 @@ fn first_search() {
     };
     let mut first: Vec<_> = queries.lines().map(time).collect();
     first.sort();
-    let later: Vec<_> = {
-        let mut samples = Vec::new();
-        for query in queries.lines() {
+    let mut by_query: Vec<_> = queries
+        .lines()
+        .map(|query| {
             let started = Instant::now();
-            std::hint::black_box(index.search(query, None, 0, 5));
-            samples.push(started.elapsed());
-        }
-        samples.sort();
-        samples
-    };
+            for _ in 0..5 {
+                std::hint::black_box(index.search(query, None, 0, 5));
+            }
+            (started.elapsed() / 5, query)
+        })
+        .collect();
+    by_query.sort();
+    let later: Vec<_> = by_query.iter().map(|(elapsed, _)| *elapsed).collect();
+    for (elapsed, query) in by_query.iter().rev().take(8) {
+        println!("slowest: {elapsed:?} {query:?}");
+    }
+    for query in queries.lines() {
+        assert_eq!(
+            index.search_pruned(query, None, 0, 5, true),
+            index.search_pruned(query, None, 0, 5, false),
+            "pruning changed the window of {query:?}"
+        );
+    }
     let at = |samples: &[std::time::Duration], q: f64| {
         samples[((samples.len() - 1) as f64 * q).round() as usize]
     };

@@ -14,12 +14,18 @@
 //!    tokens scored so far are the *essential* ones, the remaining ones *non-essential*: these
 //!    still count their documents into `total` (a bitmap union, no scoring), and they score only
 //!    the *candidates*.
-//! 3. Optional tokens whose lists are short are then scanned once, adding to the documents
-//!    already found (and the exact name matches); the threshold is recomputed with them.
+//!    Optional tokens whose lists are short are scanned first, into accumulators of their own:
+//!    the most they add to any one document, not the sum of their upper bounds, is then part of
+//!    the bound (rare function words such as `there` or `could` have a high `idf`, yet a tool
+//!    description rarely holds several). Their gains count only for documents a content token
+//!    (or an exact name) finds.
+//! 3. The threshold is recomputed once the essential tokens are scored.
 //! 4. Candidates are the scored documents (and exact name matches) whose score plus the upper
 //!    bounds of the non-essential tokens and of the common optional tokens can still reach
 //!    `threshold`; the others are known to rank below at least `keep` documents. Those tokens
 //!    score only the candidates, by galloping search in their posting lists (sorted by document).
+//!    While the candidates are many, the threshold is raised after each non-essential token and
+//!    the candidates that can no longer reach it are dropped.
 //! 5. The candidates go through the top-k collector ([`super::collector`]).
 //!
 //! Every document that can reach the window therefore gets its exact score, added in the same
@@ -35,8 +41,9 @@ use super::SearchIndex;
 
 #[cfg(test)]
 thread_local! {
-    /// Queries that had non-essential tokens / a threshold on this thread (tests check pruning ran).
-    pub(super) static PRUNED: std::cell::Cell<[usize; 2]> = const { std::cell::Cell::new([0; 2]) };
+    /// Queries that had non-essential tokens / a threshold / candidates dropped between
+    /// non-essential tokens, on this thread (tests check pruning ran).
+    pub(super) static PRUNED: std::cell::Cell<[usize; 3]> = const { std::cell::Cell::new([0; 3]) };
 }
 
 /// Relative margin of the pruning tests, so float rounding can never prune a document that ties.
@@ -45,6 +52,9 @@ const PRUNE_MARGIN: f32 = 1e-4;
 const SCAN_FRACTION: usize = 8;
 /// Most threshold computations per query (each costs a pass over the scored documents).
 const MAX_THRESHOLD_CHECKS: usize = 4;
+/// The candidates are pruned again after a non-essential token while they are more than this many
+/// times the window.
+const PRUNE_AGAIN: usize = 8;
 
 /// The query's tokens in execution order, with the sums of their upper bounds.
 struct QueryPlan<'q, 'a> {
@@ -58,8 +68,7 @@ struct QueryPlan<'q, 'a> {
     /// many postings they hold. Computed once, so a query of `n` distinct tokens costs O(n) here,
     /// not O(n^2).
     suffix: Vec<(f32, f32, usize)>,
-    /// Summed upper bounds and weights of `scanned` and of `looked_up`.
-    scanned_sum: (f32, f32),
+    /// Summed upper bounds and weights of `looked_up`.
     looked_up_sum: (f32, f32),
     /// Number of distinct query tokens (at least 1), the denominator of the coordination factor.
     query_tokens: f32,
@@ -97,7 +106,6 @@ impl<'q, 'a> QueryPlan<'q, 'a> {
             );
         }
         Self {
-            scanned_sum: sums(&scanned),
             looked_up_sum: sums(&looked_up),
             content,
             scanned,
@@ -107,19 +115,11 @@ impl<'q, 'a> QueryPlan<'q, 'a> {
         }
     }
 
-    /// What the content tokens from `from` on and the optional tokens still to score can add
-    /// (upper bound, weight).
-    fn rest(&self, from: usize, scanned_too: bool) -> (f32, f32) {
+    /// What the content tokens from `from` on and the looked-up optional tokens can add (upper
+    /// bound, weight).
+    fn rest(&self, from: usize) -> (f32, f32) {
         let (bound, weight, _) = self.suffix[from];
-        let (extra_bound, extra_weight) = if scanned_too {
-            self.scanned_sum
-        } else {
-            (0.0, 0.0)
-        };
-        (
-            bound + self.looked_up_sum.0 + extra_bound,
-            weight + self.looked_up_sum.1 + extra_weight,
-        )
+        (bound + self.looked_up_sum.0, weight + self.looked_up_sum.1)
     }
 
     /// The score of summed gains `bound` matched with weight `weight`.
@@ -142,6 +142,10 @@ struct MaxScore<'i, 'q, 'a> {
     /// Selectable groups whose description the query matches: each member is a match (the group
     /// text is a field of every member), also when no token matches its own fields.
     described: Vec<(usize, [f32; 2])>,
+    /// Component-wise maxima of the scanned optional tokens' `[gain, matched]` over the documents
+    /// (known once they are scanned, before the content tokens): what they can add to a document
+    /// the content tokens have not found yet.
+    max_scanned: [f32; 2],
     keep: usize,
 }
 
@@ -173,6 +177,23 @@ impl MaxScore<'_, '_, '_> {
             .filter(|&doc| self.scorer.selectable(doc))
     }
 
+    /// Scans the optional tokens with short lists into the optional accumulators of every
+    /// selectable document they match (kept only for the documents a content token or an exact
+    /// name finds); returns the component-wise maxima of the sums.
+    fn scan_optional(&self, scratch: &mut Scratch) -> [f32; 2] {
+        for planned in &self.plan.scanned {
+            self.scorer.scan_optional(planned, scratch);
+        }
+        let mut most = [0.0f32; 2];
+        for planned in &self.plan.scanned {
+            for doc in self.scorer.term_docs(planned) {
+                let [gain, matched] = scratch.optional[doc as usize];
+                most = [most[0].max(gain), most[1].max(matched)];
+            }
+        }
+        most
+    }
+
     /// Scores the essential tokens over their whole lists into `touched` (the documents they
     /// found); returns where the non-essential tokens start and the threshold found on the way.
     fn score_essential(
@@ -189,10 +210,10 @@ impl MaxScore<'_, '_, '_> {
         for at in 0..plan.content.len() {
             let remaining = plan.suffix[at].2;
             if prune && at > 0 {
-                let (bound, weight) = plan.rest(at, true);
+                let (bound, weight) = plan.rest(at);
                 let reach = plan.upper(
-                    bound + self.max_group_gain[0],
-                    weight + self.max_group_gain[1],
+                    bound + self.max_group_gain[0] + self.max_scanned[0],
+                    weight + self.max_group_gain[1] + self.max_scanned[1],
                 ) * (1.0 + PRUNE_MARGIN);
                 // A new threshold costs a pass over `touched`: computed only when it may succeed
                 // (the best score so far beats the bound) and saves more than it costs.
@@ -219,24 +240,33 @@ impl MaxScore<'_, '_, '_> {
         (plan.content.len(), None)
     }
 
-    /// The `keep`-th best score so far among the scored documents that are not exact matches
-    /// (scores only grow as tokens are added, so the final `keep`-th best is at least this), or
-    /// `None` with fewer such documents.
-    fn threshold(&self, touched: &[u32], scratch: &mut Scratch) -> Option<f32> {
+    /// The `keep`-th best score so far among `docs` that are not exact matches, group gains
+    /// included (scores only grow as tokens are added, so the final `keep`-th best is at least
+    /// this), or `None` with fewer such documents.
+    fn threshold(&self, docs: &[u32], scratch: &mut Scratch) -> Option<f32> {
         let keep = self.keep;
-        if keep == 0 || touched.len() < keep {
+        if keep == 0 || docs.len() < keep {
             return None;
         }
+        let query_tokens = self.plan.query_tokens;
         let mut scores = std::mem::take(&mut scratch.scores);
         scores.clear();
         scores.extend(
-            touched
-                .iter()
+            docs.iter()
                 .filter(|doc| self.exact.is_empty() || self.exact.binary_search(doc).is_err())
                 .map(|&doc| {
                     let index = doc as usize;
-                    let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
-                    score * coordination(matched, self.plan.query_tokens)
+                    let content = scratch.score[index];
+                    // The optional tokens count only for a document a content token found.
+                    let optional = if content[1] == 0.0 {
+                        [0.0; 2]
+                    } else {
+                        scratch.optional[index]
+                    };
+                    let (score, matched) = combined(content, optional);
+                    let [gain, group_matched] = self.group_gain(doc);
+                    let matched = (matched + group_matched).min(query_tokens);
+                    (score + gain) * coordination(matched, query_tokens)
                 }),
         );
         let found = (scores.len() >= keep).then(|| {
@@ -304,12 +334,15 @@ impl MaxScore<'_, '_, '_> {
         touched: &[u32],
         scratch: &mut Scratch,
     ) -> Vec<u32> {
-        let (rest_bound, rest_weight) = self.plan.rest(cut, false);
+        let (rest_bound, rest_weight) = self.plan.rest(cut);
         // Group-only members first (before pruned found documents' accumulators are cleared):
-        // a group whose gain cannot reach the threshold adds none.
+        // a group whose gain cannot reach the threshold adds none. A member that a non-essential
+        // token finds also gets its scanned optional gains.
         for &(group, [gain, matched]) in &self.described {
-            let reach =
-                self.plan.upper(rest_bound + gain, rest_weight + matched) * (1.0 + PRUNE_MARGIN);
+            let reach = self.plan.upper(
+                rest_bound + gain + self.max_scanned[0],
+                rest_weight + matched + self.max_scanned[1],
+            ) * (1.0 + PRUNE_MARGIN);
             if threshold.is_some_and(|threshold| reach < threshold) {
                 continue;
             }
@@ -347,7 +380,20 @@ impl MaxScore<'_, '_, '_> {
 
     /// Adds the non-essential tokens' gains to the candidates, and the optional tokens' to the
     /// candidates that a content token (or an exact name) found.
-    fn score_candidates(&self, cut: usize, candidates: &[u32], scratch: &mut Scratch) {
+    ///
+    /// Between tokens, while the candidates are many, the threshold is raised to the `keep`-th
+    /// best score the candidates have so far and the candidates that can no longer reach it (their
+    /// score plus what the tokens still to add can give) are dropped, their accumulators cleared:
+    /// with near-duplicate tools, thousands of candidates share the first tokens' gains and only
+    /// the later tokens tell them apart.
+    fn score_candidates(
+        &self,
+        cut: usize,
+        prune: bool,
+        mut threshold: Option<f32>,
+        candidates: &mut Vec<u32>,
+        scratch: &mut Scratch,
+    ) {
         // Group-only candidates (no content token matched them yet) that a non-essential token
         // may find.
         let group_only: Vec<u32> = if self.described.is_empty() {
@@ -359,23 +405,27 @@ impl MaxScore<'_, '_, '_> {
                 .filter(|&doc| self.unfound(doc, scratch))
                 .collect()
         };
-        for planned in &self.plan.content[cut..] {
+        for (at, planned) in self.plan.content.iter().enumerate().skip(cut) {
             self.scorer.look_up(planned, true, candidates, scratch);
+            if prune && candidates.len() > PRUNE_AGAIN * self.keep {
+                if let Some(found) = self.threshold(candidates, scratch) {
+                    threshold = Some(threshold.map_or(found, |known| known.max(found)));
+                }
+                self.drop_unreachable(at + 1, threshold, candidates, scratch);
+            }
         }
         // Optional tokens score only documents a content token (or an exact name) found, as
-        // without pruning: a member found only through its group's description gets none, and
-        // one that a non-essential token found gets the scanned optional tokens' gains too.
+        // without pruning: a member found only through its group's description gets none (its
+        // scanned gains are cleared), and one that a non-essential token found keeps its scanned
+        // gains.
         let found: Vec<u32>;
         let optional_docs: &[u32] = if group_only.is_empty() {
             candidates
         } else {
-            let late: Vec<u32> = group_only
-                .iter()
-                .copied()
-                .filter(|&doc| scratch.score[doc as usize][1] != 0.0)
-                .collect();
-            for planned in &self.plan.scanned {
-                self.scorer.look_up(planned, false, &late, scratch);
+            for &doc in &group_only {
+                if self.unfound(doc, scratch) {
+                    scratch.optional[doc as usize] = [0.0; 2];
+                }
             }
             found = candidates
                 .iter()
@@ -387,6 +437,48 @@ impl MaxScore<'_, '_, '_> {
         for planned in &self.plan.looked_up {
             self.scorer.look_up(planned, false, optional_docs, scratch);
         }
+    }
+
+    /// Drops the candidates (but exact matches) that cannot reach `threshold` once the content
+    /// tokens from `from` on and the looked-up optional tokens have added their most (the scanned
+    /// ones are in the accumulators already), clearing their accumulators.
+    fn drop_unreachable(
+        &self,
+        from: usize,
+        threshold: Option<f32>,
+        candidates: &mut Vec<u32>,
+        scratch: &mut Scratch,
+    ) {
+        let Some(threshold) = threshold.filter(|&threshold| threshold > 0.0) else {
+            return;
+        };
+        let (rest_bound, rest_weight) = self.plan.rest(from);
+        #[cfg(test)]
+        let before = candidates.len();
+        candidates.retain(|&doc| {
+            let index = doc as usize;
+            let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
+            let [gain, group_matched] = self.group_gain(doc);
+            let reach = self.plan.upper(
+                score + rest_bound + gain,
+                matched + rest_weight + group_matched,
+            ) * (1.0 + PRUNE_MARGIN);
+            let keep = reach >= threshold || self.is_exact(doc);
+            if !keep {
+                scratch.score[index] = [0.0; 2];
+                scratch.optional[index] = [0.0; 2];
+            }
+            keep
+        });
+        #[cfg(test)]
+        PRUNED.with(|count| {
+            let [cuts, thresholds, drops] = count.get();
+            count.set([
+                cuts,
+                thresholds,
+                drops + usize::from(candidates.len() < before),
+            ]);
+        });
     }
 
     /// The final scores of the candidates through the top-k collector (their accumulators
@@ -464,7 +556,7 @@ impl SearchIndex {
             .map(|(group, &gain)| (group, gain))
             .collect();
         let scorer = Scorer::new(self, allowed);
-        let run = MaxScore {
+        let mut run = MaxScore {
             index: self,
             plan: QueryPlan::new(&scorer, tokens, self.live),
             scorer,
@@ -472,14 +564,13 @@ impl SearchIndex {
             group_gains,
             max_group_gain,
             described,
+            max_scanned: [0.0; 2],
             keep,
         };
+        run.max_scanned = run.scan_optional(scratch);
         let mut touched = std::mem::take(&mut scratch.touched);
         touched.clear();
         let (cut, mut threshold) = run.score_essential(prune, &mut touched, scratch);
-        for planned in &run.plan.scanned {
-            run.scorer.scan_optional(planned, exact, scratch);
-        }
         if prune && (threshold.is_some() || touched.len() / 8 > keep) {
             // Scores grew since (or no threshold was needed yet): the candidates are fewer with it.
             threshold = run.threshold(&touched, scratch);
@@ -487,16 +578,20 @@ impl SearchIndex {
         let threshold = threshold.filter(|&threshold| threshold > 0.0);
         #[cfg(test)]
         PRUNED.with(|count| {
-            let [cuts, thresholds] = count.get();
+            let [cuts, thresholds, drops] = count.get();
             count.set([
                 cuts + usize::from(cut < run.plan.content.len()),
                 thresholds + usize::from(threshold.is_some()),
+                drops,
             ]);
         });
         let total = run.count_total(cut, &touched, scratch);
-        let candidates = run.select_candidates(cut, threshold, &touched, scratch);
-        run.score_candidates(cut, &candidates, scratch);
+        let mut candidates = run.select_candidates(cut, threshold, &touched, scratch);
+        run.score_candidates(cut, prune, threshold, &mut candidates, scratch);
         let best = run.collect(&candidates, scratch);
+        for planned in &run.plan.scanned {
+            run.scorer.clear_optional(planned, scratch);
+        }
         scratch.touched = touched;
         (total, best)
     }
@@ -563,7 +658,7 @@ mod tests {
             let index = (words.len() as f64).powf(pick as f64 / 1000.0) as usize - 1;
             words[index.min(words.len() - 1)]
         };
-        let (mut cuts, mut thresholds) = (0, 0);
+        let (mut cuts, mut thresholds, mut drops) = (0, 0, 0);
         for round in 0..4 {
             let mut index = SearchIndex::new();
             let docs = 600 + round * 700;
@@ -610,12 +705,11 @@ mod tests {
                     );
                 }
             }
-            let [c, t] = super::PRUNED.with(std::cell::Cell::get);
-            (cuts, thresholds) = (c, t);
+            [cuts, thresholds, drops] = super::PRUNED.with(std::cell::Cell::get);
         }
         assert!(
-            cuts > 50 && thresholds > 200,
-            "pruning rarely ran: {cuts} cuts, {thresholds} thresholds"
+            cuts > 50 && thresholds > 200 && drops > 20,
+            "pruning rarely ran: {cuts} cuts, {thresholds} thresholds, {drops} drops"
         );
     }
 }

@@ -347,27 +347,36 @@ impl<'i> Scorer<'i> {
 }
 
 impl Scorer<'_> {
-    /// Adds the gain of the optional `token` to the documents of its posting list that content
-    /// tokens matched or that are `exact` matches: one pass over its list, cheaper than a lookup
-    /// per document when the list is short.
-    pub(super) fn scan_optional(
-        &self,
-        planned: &Planned<'_, '_>,
-        exact: &[u32],
-        scratch: &mut Scratch,
-    ) {
+    /// Adds the gain of the optional `token` to every selectable document of its posting list, in
+    /// the optional accumulator (one pass over a short list, before any content token is scored;
+    /// [`super::maxscore`] keeps it only for the documents a content token or an exact name finds).
+    pub(super) fn scan_optional(&self, planned: &Planned<'_, '_>, scratch: &mut Scratch) {
         let token = planned.token;
         let Some(term) = token.term else { return };
-        let postings = self.postings(term);
         let idf = planned.term_idf;
-        for posting in postings {
+        for posting in self.postings(term) {
             let doc = posting.doc;
-            let found = scratch.score[doc as usize][1] != 0.0;
-            if found || (!exact.is_empty() && exact.binary_search(&doc).is_ok()) {
+            if self.selectable(doc) {
                 let [score, matched] = &mut scratch.optional[doc as usize];
                 *score += token.weight * self.gain(doc, posting.tf(), idf);
                 *matched += token.weight;
             }
+        }
+    }
+
+    /// The documents of `planned`'s own term (none without one).
+    pub(super) fn term_docs<'p>(
+        &'p self,
+        planned: &Planned<'_, '_>,
+    ) -> impl Iterator<Item = u32> + 'p {
+        let postings: &[Posting] = planned.token.term.map_or(&[], |term| self.postings(term));
+        postings.iter().map(|posting| posting.doc)
+    }
+
+    /// Zeroes the optional accumulators of the documents of `planned`'s own term.
+    pub(super) fn clear_optional(&self, planned: &Planned<'_, '_>, scratch: &mut Scratch) {
+        for doc in self.term_docs(planned) {
+            scratch.optional[doc as usize] = [0.0; 2];
         }
     }
 }
