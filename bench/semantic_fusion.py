@@ -1,7 +1,7 @@
 """Experiment: does a static-embedding signal (WordLlama) fused with this package's lexical ranking earn its place?
 
     # one-off set-up, outside the repo (wordllama is not a dependency of anything here):
-    /root/.pyenv/versions/3.13.0/bin/python3 -m venv /tmp/semvenv && /tmp/semvenv/bin/pip install wordllama
+    python3.13 -m venv /tmp/semvenv && /tmp/semvenv/bin/pip install wordllama
     # run with the bench venv (its in-tree extension, bfcl-eval data, pydantic-ai); wordllama and its two
     # extra dependencies (safetensors, toml) are found in SEMANTIC_SITE, appended to sys.path *after* .venv-bench:
     SEMANTIC_SITE=/tmp/semvenv/lib/python3.13/site-packages .venv-bench/bin/python bench/semantic_fusion.py
