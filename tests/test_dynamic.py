@@ -315,3 +315,72 @@ async def test_a_listing_key_tells_every_compared_field_apart() -> None:
         pass
 
     assert not key.matches(OtherTool(**{f.name: getattr(again, f.name) for f in fields(again) if f.init}))
+
+
+async def test_members_follow_fields_that_equality_ignores_and_tools_whose_key_cannot_be_read() -> None:
+    """Found by a hostile review of the member cache: a tool field declared `compare=False` (a handler the source's
+    `call_tool` uses) still replaces last step's member; a tool class with a field not set at listing time does not
+    break the run; a tool class made per listing does not grow the getter cache without end."""
+    from dataclasses import dataclass, field
+
+    from pydantic_ai.toolsets import AbstractToolset
+    from pydantic_ai.toolsets.abstract import ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema
+
+    from pydantic_ai_toolproxy import _members
+
+    any_args = SchemaValidator(core_schema.any_schema())
+
+    @dataclass
+    class HandlerTool(ToolsetTool[Any]):
+        handler: Any = field(default=None, compare=False)
+
+    @dataclass
+    class LazyTool(ToolsetTool[Any]):
+        client: Any = field(init=False)
+
+    class Source(AbstractToolset[Any]):
+        @property
+        def id(self) -> str | None:
+            return None
+
+        async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+            step = ctx.run_step
+
+            @dataclass
+            class PerListing(ToolsetTool[Any]):
+                pass
+
+            def definition(name: str) -> ToolDefinition:
+                return ToolDefinition(name=name, description=name, parameters_json_schema={'type': 'object'})
+
+            return {
+                'handled': HandlerTool(
+                    toolset=self,
+                    tool_def=definition('handled'),
+                    max_retries=1,
+                    args_validator=any_args,
+                    handler=lambda: f'handler of step {step}',
+                ),
+                'lazy': LazyTool(toolset=self, tool_def=definition('lazy'), max_retries=1, args_validator=any_args),
+                'fresh': PerListing(toolset=self, tool_def=definition('fresh'), max_retries=1, args_validator=any_args),
+            }
+
+        async def call_tool(self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: Any) -> Any:
+            return tool.handler() if name == 'handled' else f'{name} ran'
+
+    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=Source(), description='G')})
+    script = Script(
+        [
+            [(CALL, {'group': 'g', 'tool': 'handled', 'arguments': {}})],
+            [(CALL, {'group': 'g', 'tool': 'handled', 'arguments': {}})],
+            [(CALL, {'group': 'g', 'tool': 'lazy', 'arguments': {}})],
+            'done',
+        ]
+    )
+    for _ in range(3):
+        result = await Agent(script.model, capabilities=[proxy]).run('x')
+        outputs = [p.content for p in returns(result.all_messages()) if p.tool_name == CALL]
+        assert outputs == ['handler of step 1', 'handler of step 2', 'lazy ran'], outputs
+        script = Script(script.turns)
+    assert len(_members._GETTERS) <= _members._MAX_GETTERS

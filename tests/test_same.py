@@ -44,3 +44,29 @@ def test_a_circular_value_raises_recursion_error_for_the_caller_to_handle() -> N
     b.append(b)
     with pytest.raises(RecursionError):
         same_value(a, b)
+
+
+def test_dict_subclasses_are_held_to_the_same_strictness() -> None:
+    """A schema held in a `dict` subclass: `1` vs `True` and key order still count (the model gets the JSON)."""
+
+    class Schema(dict[str, object]):
+        pass
+
+    assert not same_value(Schema(enum=[1]), Schema(enum=[True]))
+    assert not same_value(Schema(a=1, b=2), Schema(b=2, a=1))
+    assert same_value(Schema(a=[1]), Schema(a=[1]))
+
+
+def test_other_objects_are_the_same_only_when_identical() -> None:
+    """Run state in metadata (a deps object whose `==` ignores a connection) must not outlive its run."""
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Deps:
+        tenant: str
+        conn: object = field(default=None, compare=False)
+
+    first, second = Deps('B', object()), Deps('B', object())
+    assert first == second
+    assert not same_value({'deps': first}, {'deps': second})
+    assert same_value({'deps': first}, {'deps': first})

@@ -72,24 +72,40 @@ _JSON_FIELDS = ('parameters_json_schema', 'return_schema', 'metadata')
 """The definition's JSON-like fields: compared with `same_value` where `==` would hide a change the model sees."""
 
 _GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
-"""Per dataclass: the getter of its class and the fields its `__eq__` compares (but `tool_def` and `_JSON_FIELDS`)."""
+"""Per dataclass: the getter of its class and its fields (but `tool_def` and `_JSON_FIELDS`); at most `_MAX_GETTERS`
+classes (a source that makes a tool class per run must not grow it without end)."""
+
+_MAX_GETTERS = 256
 
 
 def _compared(cls: type) -> Callable[[Any], tuple[Any, ...]]:
+    """The getter of `cls` and of every field of the dataclass `cls` but `tool_def` and `_JSON_FIELDS`: also those
+    declared `compare=False`, since a reused member carries them to `call_tool` (a handler, a client).
+
+    Raises:
+        TypeError: `cls` is not a dataclass.
+    """
     getter = _GETTERS.get(cls)
     if getter is None:
-        names = (f.name for f in fields(cls) if f.compare and f.name != 'tool_def' and f.name not in _JSON_FIELDS)
+        names = (f.name for f in fields(cls) if f.name != 'tool_def' and f.name not in _JSON_FIELDS)
+        if len(_GETTERS) >= _MAX_GETTERS:
+            _GETTERS.clear()
         getter = _GETTERS[cls] = attrgetter('__class__', *names)
     return getter
 
 
+def _never(tool: object) -> tuple[Any, ...]:
+    """The getter of a key that matches no tool (see `_ListingKey.of`): one item, where that key holds none."""
+    return (None,)
+
+
 @dataclass(slots=True)
 class _ListingKey:
-    """What decides whether a listed source tool equals last listing's: the values its dataclasses' `__eq__` compare.
+    """What decides whether a listed source tool equals last listing's: its class and field values.
 
     `fields` and `def_fields` are tuples read by one `operator.attrgetter` call each and compared in C: the class
-    first (so a tool of another class never compares equal), then the compared fields, of the `ToolsetTool` but
-    `tool_def`, and of its `ToolDefinition` but `_JSON_FIELDS`. `json` holds the definition's `_JSON_FIELDS`,
+    first (so a tool of another class never compares equal), then the fields, of the `ToolsetTool` but `tool_def`,
+    and of its `ToolDefinition` but `_JSON_FIELDS`. `json` holds the definition's `_JSON_FIELDS`,
     held to `same_value` where they are not the same objects, since `==` would hide a change the model or a hook
     sees (`1` vs `True`, key order). A `FunctionToolset` lists a fresh `ToolsetTool` with a fresh `ToolDefinition`
     every time (their fields mostly the same objects), so this runs once per member per step: last listing keeps
@@ -104,11 +120,15 @@ class _ListingKey:
 
     @staticmethod
     def of(tool: ToolsetTool[Any]) -> _ListingKey:
-        """The key of a listed tool (a dataclass `ToolsetTool` with a dataclass `tool_def`)."""
-        tool_def = tool.tool_def
-        getter, def_getter = _compared(type(tool)), _compared(type(tool_def))
-        json = (tool_def.parameters_json_schema, tool_def.return_schema, tool_def.metadata)
-        return _ListingKey(getter, def_getter, getter(tool), def_getter(tool_def), json)
+        """The key of a listed tool; a key that matches no tool when one cannot be read (a field declared but not set
+        on the instance, a `tool_def` that is not a dataclass): that member is rebuilt every listing."""
+        try:
+            tool_def = tool.tool_def
+            getter, def_getter = _compared(type(tool)), _compared(type(tool_def))
+            json = (tool_def.parameters_json_schema, tool_def.return_schema, tool_def.metadata)
+            return _ListingKey(getter, def_getter, getter(tool), def_getter(tool_def), json)
+        except Exception:
+            return _ListingKey(_never, _never, (), (), (None, None, None))
 
     def matches(self, tool: ToolsetTool[Any]) -> bool:
         """Whether `tool` equals the tool this key was read from, strictly for its JSON-like fields.
