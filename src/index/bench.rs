@@ -168,9 +168,9 @@ fn build_phases() {
         tokenizes.push(started.elapsed());
         let started = Instant::now();
         let mut index = SearchIndex::new();
-        index.insert_batch(copy, &tokens);
+        index.insert_batch(&copy, &tokens);
         inserts.push(started.elapsed());
-        drop((tokens, index));
+        drop((tokens, index, copy));
         let copy = records.clone();
         let started = Instant::now();
         let mut index = SearchIndex::new();

@@ -366,6 +366,13 @@ mod tests {
             .all(|(token, hash, _)| hash == term_hash(token)));
     }
 
+    /// A record's distinct tokens (with hashes and frequencies) and field lengths.
+    type Counted<'a> = (Vec<(&'a str, u64, [u8; FIELDS])>, [u32; FIELDS]);
+
+    fn terms(tokens: Option<Tokens<'_>>) -> Option<Counted<'_>> {
+        tokens.map(|tokens| (tokens.each_term().collect(), tokens.lens))
+    }
+
     #[test]
     fn a_batch_tokenized_on_several_threads_equals_one_thread() {
         let records: Vec<Record> = (0..PARALLEL_TOKENIZE_MIN + 3 * CHUNK_RECORDS / 2)
@@ -385,11 +392,6 @@ mod tests {
             .collect();
         let one = tokenize_all(&records, &held, 1);
         let several = tokenize_all(&records, &held, 3);
-        fn terms(
-            tokens: Option<Tokens<'_>>,
-        ) -> Option<(Vec<(&str, u64, [u8; FIELDS])>, [u32; FIELDS])> {
-            tokens.map(|tokens| (tokens.each_term().collect(), tokens.lens))
-        }
         for (at, record) in records.iter().enumerate() {
             assert_eq!(terms(one.get(at)), terms(several.get(at)));
             assert_eq!(one.get(at).is_none(), held[at].1);

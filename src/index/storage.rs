@@ -117,6 +117,17 @@ impl SearchIndex {
     /// it is done inserting ([`TokenizeJob`]). The storage is trimmed and the tie-break ordinals
     /// renumbered once, after the last batch.
     pub fn upsert_batches(&mut self, batches: impl IntoIterator<Item = Vec<Record>>) {
+        self.upsert_batches_then(batches, drop);
+    }
+
+    /// [`Self::upsert_batches`], handing each batch to `spent` once it is indexed: e.g. back to
+    /// the thread that allocated its records, to be freed there (glibc frees a block fastest on
+    /// the thread that allocated it; the index copies what it keeps).
+    pub fn upsert_batches_then(
+        &mut self,
+        batches: impl IntoIterator<Item = Vec<Record>>,
+        mut spent: impl FnMut(Vec<Record>),
+    ) {
         let threads = tokenize_threads();
         let mut batches = batches.into_iter();
         let mut added = 0usize;
@@ -142,8 +153,9 @@ impl SearchIndex {
                             .map(move |_| scope.spawn(move || job.work()))
                     })
                     .collect();
-                added += self.insert_batch(batch, &tokens);
+                added += self.insert_batch(&batch, &tokens);
                 drop(tokens);
+                spent(batch);
                 if let Some(job) = &job {
                     job.work();
                 }
@@ -184,22 +196,22 @@ impl SearchIndex {
 
     /// Inserts a tokenized batch in order (`None`: not tokenized, as it was held unchanged);
     /// returns the number of records added.
-    pub(super) fn insert_batch(&mut self, batch: Vec<Record>, tokens: &BatchTokens) -> usize {
+    pub(super) fn insert_batch(&mut self, batch: &[Record], tokens: &BatchTokens) -> usize {
         let mut added = 0;
-        for (at, record) in batch.into_iter().enumerate() {
+        for (at, record) in batch.iter().enumerate() {
             let replaced;
             let tokens = match tokens.get(at) {
                 Some(tokens) => tokens,
                 // Held when the batch was tokenized; an earlier batch of this upsert may have
                 // replaced it since.
-                None if self.holds(&record, record.fingerprint()) => continue,
+                None if self.holds(record, record.fingerprint()) => continue,
                 None => {
-                    replaced = TokensChunk::of_record(&record);
+                    replaced = TokensChunk::of_record(record);
                     replaced.get(0).expect("a tokenized record")
                 }
             };
             if let Some(doc) = self.doc_of(&record.key) {
-                if self.holds(&record, tokens.fingerprint) {
+                if self.holds(record, tokens.fingerprint) {
                     continue;
                 }
                 self.remove_doc(doc);
@@ -291,7 +303,7 @@ impl SearchIndex {
         id
     }
 
-    fn add_tokenized(&mut self, record: Record, tokens: Tokens<'_>) {
+    fn add_tokenized(&mut self, record: &Record, tokens: Tokens<'_>) {
         let doc = self.docs.len() as u32;
         let group = self.group_id(&record.group);
         let name = DocName::new(&record.key, &record.tool);
