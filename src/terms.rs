@@ -16,6 +16,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
+use hashbrown::hash_table::{Entry, HashTable};
 use rust_stemmers::{Algorithm, Stemmer};
 
 /// Shortest token, in bytes, that is stemmed (shorter ones are their own term).
@@ -192,7 +193,10 @@ pub fn is_stopword(token: &str) -> bool {
 /// `S` is the map hasher (the index uses a fast non-cryptographic one).
 #[derive(Debug, Default)]
 pub struct Dictionary<S> {
-    ids: HashMap<Box<str>, u32, S>,
+    /// `(token, term id)`, hashed by `state`: [`Self::intern_hashed`] takes a hash computed
+    /// before (on another thread).
+    ids: HashTable<(Box<str>, u32)>,
+    state: S,
     classes: HashMap<Box<str>, u32, S>,
     class_of: Vec<u32>,
     members: Vec<Vec<u32>>,
@@ -209,13 +213,33 @@ impl<S: BuildHasher + Default> Dictionary<S> {
         self.class_of.is_empty()
     }
 
+    /// The hash of `token` in this dictionary (see [`Self::intern_hashed`]).
+    pub fn hash(&self, token: &str) -> u64 {
+        self.state.hash_one(token)
+    }
+
     /// The id of `token`, adding it as the next id (`len()` before the call) if it is new.
     pub fn intern(&mut self, token: &str) -> u32 {
-        if let Some(&id) = self.ids.get(token) {
-            return id;
-        }
+        self.intern_hashed(token, self.hash(token))
+    }
+
+    /// [`Self::intern`] for a token whose [`Self::hash`] is known (it must be that hash: a
+    /// hasher `S` whose instances all hash alike, such as a fixed-seed one, lets another thread
+    /// compute it).
+    pub fn intern_hashed(&mut self, token: &str, hash: u64) -> u32 {
+        debug_assert_eq!(hash, self.hash(token));
         let id = self.class_of.len() as u32;
-        self.ids.insert(Box::from(token), id);
+        let state = &self.state;
+        match self.ids.entry(
+            hash,
+            |(key, _)| **key == *token,
+            |(key, _)| state.hash_one(&**key),
+        ) {
+            Entry::Occupied(entry) => return entry.get().1,
+            Entry::Vacant(entry) => {
+                entry.insert((Box::from(token), id));
+            }
+        }
         if !has_class(token) {
             self.class_of.push(NO_CLASS);
             return id;
@@ -236,7 +260,9 @@ impl<S: BuildHasher + Default> Dictionary<S> {
 
     /// The id of `token`, if interned.
     pub fn get(&self, token: &str) -> Option<u32> {
-        self.ids.get(token).copied()
+        self.ids
+            .find(self.hash(token), |(key, _)| **key == *token)
+            .map(|&(_, id)| id)
     }
 
     /// The terms sharing the stem of `token` (`term`, its id if interned, saves a stemming).
@@ -260,7 +286,7 @@ impl<S: BuildHasher + Default> Dictionary<S> {
     /// Renumbers the terms: `remap[old]` is the new id, or `u32::MAX` to drop the term. New ids
     /// must be dense (`0..kept`) and keep the old order.
     pub fn remap(&mut self, remap: &[u32]) {
-        self.ids.retain(|_, id| {
+        self.ids.retain(|(_, id)| {
             *id = remap[*id as usize];
             *id != u32::MAX
         });

@@ -13,7 +13,10 @@ use std::sync::Arc;
 use super::doc_name::{ByTool, DocName};
 use super::postings::{Posting, PostingList};
 use super::record::Record;
-use super::record_tokens::{tokenize_all, tokenize_threads, Fingerprinted, Tokens, TOKENIZE_BATCH};
+use super::record_tokens::{
+    tokenize_all, tokenize_threads, BatchTokens, Fingerprinted, TokenizeJob, Tokens, TokensChunk,
+    TOKENIZE_BATCH,
+};
 use super::SearchIndex;
 
 #[derive(Debug)]
@@ -110,35 +113,62 @@ impl SearchIndex {
     /// [`Self::upsert`] for records arriving in batches (e.g. converted from another language
     /// while earlier batches are indexed): each batch is tokenized (in parallel when large) and
     /// inserted in order, so a key given twice ends with its last record; while one batch is
-    /// inserted, the next is tokenized on another thread. The storage is trimmed and the
-    /// tie-break ordinals renumbered once, after the last batch.
+    /// inserted, the next is tokenized on another thread, and this thread joins that work once
+    /// it is done inserting ([`TokenizeJob`]). The storage is trimmed and the tie-break ordinals
+    /// renumbered once, after the last batch.
     pub fn upsert_batches(&mut self, batches: impl IntoIterator<Item = Vec<Record>>) {
+        self.upsert_batches_then(batches, drop);
+    }
+
+    /// [`Self::upsert_batches`], handing each batch to `spent` once it is indexed: e.g. back to
+    /// the thread that allocated its records, to be freed there (glibc frees a block fastest on
+    /// the thread that allocated it; the index copies what it keeps).
+    pub fn upsert_batches_then(
+        &mut self,
+        batches: impl IntoIterator<Item = Vec<Record>>,
+        mut spent: impl FnMut(Vec<Record>),
+    ) {
         let threads = tokenize_threads();
         let mut batches = batches.into_iter();
         let mut added = 0usize;
-        std::thread::scope(|scope| {
-            let mut next = batches.next().map(|batch| {
-                let held = self.held(&batch);
-                let tokens = tokenize_all(&batch, &held, threads);
-                (batch, tokens)
-            });
-            while let Some((batch, tokens)) = next.take() {
-                let following = batches.next().map(|batch| {
-                    let held = self.held(&batch);
-                    // One thread fewer: this one inserts meanwhile.
-                    scope.spawn(move || {
-                        let tokens = tokenize_all(&batch, &held, threads.saturating_sub(1).max(1));
-                        (batch, tokens)
-                    })
-                });
-                added += self.insert_batch(batch, tokens);
-                next = following.map(|handle| {
-                    handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                });
-            }
+        let mut next = batches.next().map(|batch| {
+            let held = self.held(&batch);
+            let tokens = tokenize_all(&batch, &held, threads);
+            (batch, tokens)
         });
+        while let Some((batch, tokens)) = next.take() {
+            let following = batches.next().map(|batch| {
+                let held = self.held(&batch);
+                (batch, held)
+            });
+            let job = following
+                .as_ref()
+                .map(|(batch, held)| TokenizeJob::new(batch, held));
+            std::thread::scope(|scope| {
+                // One thread fewer: this one inserts meanwhile, then joins in.
+                let helpers: Vec<_> = job
+                    .iter()
+                    .flat_map(|job| {
+                        (0..threads.saturating_sub(1).max(1))
+                            .map(move |_| scope.spawn(move || job.work()))
+                    })
+                    .collect();
+                added += self.insert_batch(&batch, &tokens);
+                drop(tokens);
+                spent(batch);
+                if let Some(job) = &job {
+                    job.work();
+                }
+                for helper in helpers {
+                    // A helper that panicked left its chunk to `TokenizeJob::finish`.
+                    let _ = helper.join();
+                }
+            });
+            let tokens = job.map(TokenizeJob::finish);
+            next = following
+                .zip(tokens)
+                .map(|((batch, _), tokens)| (batch, tokens));
+        }
         self.settle_members();
         if added == 0 {
             return;
@@ -166,18 +196,22 @@ impl SearchIndex {
 
     /// Inserts a tokenized batch in order (`None`: not tokenized, as it was held unchanged);
     /// returns the number of records added.
-    fn insert_batch(&mut self, batch: Vec<Record>, tokens: Vec<Option<Tokens>>) -> usize {
+    pub(super) fn insert_batch(&mut self, batch: &[Record], tokens: &BatchTokens) -> usize {
         let mut added = 0;
-        for (record, tokens) in batch.into_iter().zip(tokens) {
-            let tokens = match tokens {
+        for (at, record) in batch.iter().enumerate() {
+            let replaced;
+            let tokens = match tokens.get(at) {
                 Some(tokens) => tokens,
                 // Held when the batch was tokenized; an earlier batch of this upsert may have
                 // replaced it since.
-                None if self.holds(&record, record.fingerprint()) => continue,
-                None => Tokens::of_record(&record),
+                None if self.holds(record, record.fingerprint()) => continue,
+                None => {
+                    replaced = TokensChunk::of_record(record);
+                    replaced.get(0).expect("a tokenized record")
+                }
             };
             if let Some(doc) = self.doc_of(&record.key) {
-                if self.holds(&record, tokens.fingerprint) {
+                if self.holds(record, tokens.fingerprint) {
                     continue;
                 }
                 self.remove_doc(doc);
@@ -269,13 +303,13 @@ impl SearchIndex {
         id
     }
 
-    fn add_tokenized(&mut self, record: Record, tokens: Tokens) {
+    fn add_tokenized(&mut self, record: &Record, tokens: Tokens<'_>) {
         let doc = self.docs.len() as u32;
         let group = self.group_id(&record.group);
         let name = DocName::new(&record.key, &record.tool);
 
-        for (token, tf) in tokens.each_term() {
-            let term = self.terms.intern(token);
+        for (token, hash, tf) in tokens.each_term() {
+            let term = self.terms.intern_hashed(token, hash);
             if term as usize == self.postings.len() {
                 self.postings.push(PostingList::default());
             }

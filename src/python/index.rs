@@ -158,20 +158,30 @@ impl PySearchIndex {
             return Ok(());
         }
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<Record>>(1);
-        std::thread::scope(|scope| {
-            let worker = scope.spawn(move || self.write().upsert_batches(receiver));
+        // Indexed batches come back to be freed on this thread, which allocated them (freeing
+        // them on the worker made every free contend with this thread's allocations).
+        let (spent_sender, spent) = std::sync::mpsc::channel::<Vec<Record>>();
+        let joined = std::thread::scope(|scope| {
+            let worker = scope.spawn(move || {
+                self.write().upsert_batches_then(receiver, |batch| {
+                    let _ = spent_sender.send(batch);
+                });
+            });
             for batch in items.chunks(UPSERT_BATCH) {
                 let converted: Vec<Record> = batch.iter().map(convert).collect();
                 if py.detach(|| sender.send(converted)).is_err() {
                     break; // the worker stopped (it panicked): reported by `join` below
                 }
+                spent.try_iter().for_each(drop);
             }
             drop(sender);
-            py.detach(|| worker.join()).map_err(|_| {
-                pyo3::exceptions::PyRuntimeError::new_err(
-                    "internal error in the pydantic_ai_toolproxy core while indexing (a bug; please report it)",
-                )
-            })
+            py.detach(|| worker.join())
+        });
+        py.detach(move || spent.try_iter().for_each(drop));
+        joined.map_err(|_| {
+            pyo3::exceptions::PyRuntimeError::new_err(
+                "internal error in the pydantic_ai_toolproxy core while indexing (a bug; please report it)",
+            )
         })
     }
 
