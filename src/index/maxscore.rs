@@ -153,6 +153,9 @@ impl MaxScore<'_, '_, '_> {
     /// The group gain of a document's group (group descriptions, see `group_text`), added to
     /// its score; the largest selectable one is part of every pruning bound.
     fn group_gain(&self, doc: u32) -> [f32; 2] {
+        if self.group_gains.is_empty() {
+            return [0.0; 2];
+        }
         self.group_gains
             .get(self.index.doc_group[doc as usize] as usize)
             .copied()
@@ -223,7 +226,7 @@ impl MaxScore<'_, '_, '_> {
                     && 2 * remaining > touched.len()
                 {
                     checks += 1;
-                    known = self.threshold(touched, scratch).unwrap_or(known);
+                    known = self.threshold(touched, known, scratch).unwrap_or(known);
                 }
                 if reach < known {
                     return (at, Some(known));
@@ -242,8 +245,9 @@ impl MaxScore<'_, '_, '_> {
 
     /// The `keep`-th best score so far among `docs` that are not exact matches, group gains
     /// included (scores only grow as tokens are added, so the final `keep`-th best is at least
-    /// this), or `None` with fewer such documents.
-    fn threshold(&self, docs: &[u32], scratch: &mut Scratch) -> Option<f32> {
+    /// this), or `None` when fewer than `keep` of them score at least `floor` (a threshold the
+    /// caller already has: only the scores above it are collected).
+    fn threshold(&self, docs: &[u32], floor: f32, scratch: &mut Scratch) -> Option<f32> {
         let keep = self.keep;
         if keep == 0 || docs.len() < keep {
             return None;
@@ -267,7 +271,8 @@ impl MaxScore<'_, '_, '_> {
                     let [gain, group_matched] = self.group_gain(doc);
                     let matched = (matched + group_matched).min(query_tokens);
                     (score + gain) * coordination(matched, query_tokens)
-                }),
+                })
+                .filter(|&score| score >= floor),
         );
         let found = (scores.len() >= keep).then(|| {
             let (_, kth, _) = scores.select_nth_unstable_by(keep - 1, |a, b| b.total_cmp(a));
@@ -408,7 +413,7 @@ impl MaxScore<'_, '_, '_> {
         for (at, planned) in self.plan.content.iter().enumerate().skip(cut) {
             self.scorer.look_up(planned, true, candidates, scratch);
             if prune && candidates.len() > PRUNE_AGAIN * self.keep {
-                if let Some(found) = self.threshold(candidates, scratch) {
+                if let Some(found) = self.threshold(candidates, threshold.unwrap_or(0.0), scratch) {
                     threshold = Some(threshold.map_or(found, |known| known.max(found)));
                 }
                 self.drop_unreachable(at + 1, threshold, candidates, scratch);
@@ -573,7 +578,9 @@ impl SearchIndex {
         let (cut, mut threshold) = run.score_essential(prune, &mut touched, scratch);
         if prune && (threshold.is_some() || touched.len() / 8 > keep) {
             // Scores grew since (or no threshold was needed yet): the candidates are fewer with it.
-            threshold = run.threshold(&touched, scratch);
+            threshold = run
+                .threshold(&touched, threshold.unwrap_or(0.0), scratch)
+                .or(threshold);
         }
         let threshold = threshold.filter(|&threshold| threshold > 0.0);
         #[cfg(test)]
