@@ -29,7 +29,6 @@ pub(super) struct Scratch {
     marks: Vec<u64>,
     /// Reused document lists (kept empty between queries, their capacity kept).
     pub(super) touched: Vec<u32>,
-    token_docs: Vec<u32>,
     class_docs: Vec<u32>,
     pub(super) scores: Vec<f32>,
 }
@@ -202,52 +201,55 @@ impl<'i> Scorer<'i> {
         // `1 + per_weight * matched`: the coordination factor, rounded differently from
         // `bm25f::coordination` (`best` only decides when a threshold is worth computing).
         let per_weight = COORDINATION_WEIGHT / query_tokens;
-        // Without other terms of its stem, a token's gain is its own term's: added directly.
-        // Otherwise the two gains meet in `scratch.gain` and the larger is added.
-        let variants = token.has_variants();
-        let mut token_docs = std::mem::take(&mut scratch.token_docs);
-        token_docs.clear();
-        if let Some(term) = token.term {
-            let postings = self.postings(term);
-            let idf = planned.term_idf;
-            for posting in postings
-                .iter()
-                .filter(|posting| self.selectable(posting.doc))
-            {
-                let doc_gain = self.gain(posting.doc, posting.tf(), idf);
-                let index = posting.doc as usize;
-                if variants {
-                    // Settled below, against the stem class's gain.
-                    scratch.gain[index] = doc_gain;
-                    token_docs.push(posting.doc);
-                    continue;
-                }
-                let [score, matched] = &mut scratch.score[index];
-                if *matched == 0.0 {
-                    touched.push(posting.doc);
-                }
-                *score += token.weight * doc_gain;
-                *matched += token.weight;
-                *best = best.max(*score * (1.0 + per_weight * *matched));
+        let mut add = |doc: u32, doc_gain: f32, scratch: &mut Scratch| {
+            let [score, matched] = &mut scratch.score[doc as usize];
+            if *matched == 0.0 {
+                touched.push(doc);
             }
-        }
-        if !variants {
-            scratch.token_docs = token_docs;
+            *score += token.weight * doc_gain;
+            *matched += token.weight;
+            *best = best.max(*score * (1.0 + per_weight * *matched));
+        };
+        if !token.has_variants() {
+            // Without other terms of its stem, a token's gain is its own term's: added directly.
+            let Some(term) = token.term else { return };
+            let idf = planned.term_idf;
+            for posting in self.postings(term) {
+                if self.selectable(posting.doc) {
+                    add(
+                        posting.doc,
+                        self.gain(posting.doc, posting.tf(), idf),
+                        scratch,
+                    );
+                }
+            }
             return;
         }
+        // Otherwise its gain is the larger of its own term's and its stem class's. The class holds
+        // the term (`QueryToken::class`), so one pass over the class's lists sums the class's term
+        // frequencies and takes the term's own gains (into `scratch.gain`), and one pass over the
+        // class's documents settles and adds each gain.
+        debug_assert!(token
+            .term
+            .is_none_or(|term| token.class.binary_search(&term).is_ok()));
         let mut class_docs = std::mem::take(&mut scratch.class_docs);
         class_docs.clear();
         for &member in token.class.iter() {
+            let own = token.term == Some(member);
             for posting in self.postings(member) {
-                if !self.everything && !self.index.alive[posting.doc as usize] {
+                let doc = posting.doc;
+                if !self.everything && !self.index.alive[doc as usize] {
                     continue;
                 }
-                let sum = &mut scratch.class_tf[posting.doc as usize];
+                let sum = &mut scratch.class_tf[doc as usize];
                 if *sum == [0; FIELDS] {
-                    class_docs.push(posting.doc);
+                    class_docs.push(doc);
                 }
                 for (total, tf) in sum.iter_mut().zip(posting.tf()) {
                     *total = total.saturating_add(tf);
+                }
+                if own && self.selectable(doc) {
+                    scratch.gain[doc as usize] = self.gain(doc, posting.tf(), planned.term_idf);
                 }
             }
         }
@@ -258,24 +260,9 @@ impl<'i> Scorer<'i> {
                 continue;
             }
             let class_gain = self.gain(doc, tf, idf);
-            let best = &mut scratch.gain[doc as usize];
-            if *best == 0.0 {
-                token_docs.push(doc);
-            }
-            *best = best.max(class_gain);
+            let term_gain = std::mem::take(&mut scratch.gain[doc as usize]);
+            add(doc, term_gain.max(class_gain), scratch);
         }
-        for &doc in &token_docs {
-            let index = doc as usize;
-            let doc_gain = std::mem::take(&mut scratch.gain[index]);
-            let [score, matched] = &mut scratch.score[index];
-            if *matched == 0.0 {
-                touched.push(doc);
-            }
-            *score += token.weight * doc_gain;
-            *matched += token.weight;
-            *best = best.max(*score * (1.0 + per_weight * *matched));
-        }
-        scratch.token_docs = token_docs;
         scratch.class_docs = class_docs;
     }
 
