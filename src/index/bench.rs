@@ -193,8 +193,9 @@ fn build_phases() {
 
 /// The first search of a thread (its accumulators not yet allocated) over the records of
 /// `TOOLPROXY_RECORDS`, each of the queries of `TOOLPROXY_QUERIES` (one a line) on a new thread;
-/// then each query on a warm thread (mean of 5), with the slowest queries named; then checks that
-/// pruning leaves every query's window as scoring every match gives it.
+/// then each query on a warm thread (mean of 5), with the slowest queries named; then each once
+/// with cold CPU caches; then checks that pruning leaves every query's window as scoring every
+/// match gives it.
 #[test]
 #[ignore = "timing; TOOLPROXY_RECORDS=file TOOLPROXY_QUERIES=file, run with --release --ignored --nocapture"]
 fn first_search() {
@@ -222,6 +223,9 @@ fn first_search() {
     };
     let mut first: Vec<_> = queries.lines().map(time).collect();
     first.sort();
+    let at = |samples: &[std::time::Duration], q: f64| {
+        samples[((samples.len() - 1) as f64 * q).round() as usize]
+    };
     let mut by_query: Vec<_> = queries
         .lines()
         .map(|query| {
@@ -237,6 +241,29 @@ fn first_search() {
     for (elapsed, query) in by_query.iter().rev().take(8) {
         println!("slowest: {elapsed:?} {query:?}");
     }
+    // Each query once more after writing a buffer larger than the CPU caches, as a step's first
+    // search runs after the step's preparation walked every tool.
+    let mut sweep = vec![0u8; 64 << 20];
+    let mut cold: Vec<_> = queries
+        .lines()
+        .enumerate()
+        .map(|(round, query)| {
+            sweep
+                .iter_mut()
+                .step_by(64)
+                .for_each(|byte| *byte = round as u8);
+            std::hint::black_box(&sweep);
+            let started = Instant::now();
+            std::hint::black_box(index.search(query, None, 0, 5));
+            started.elapsed()
+        })
+        .collect();
+    cold.sort();
+    println!(
+        "cold caches: median {:?} p95 {:?}",
+        at(&cold, 0.5),
+        at(&cold, 0.95)
+    );
     for query in queries.lines() {
         assert_eq!(
             index.search_pruned(query, None, 0, 5, true),
@@ -244,9 +271,6 @@ fn first_search() {
             "pruning changed the window of {query:?}"
         );
     }
-    let at = |samples: &[std::time::Duration], q: f64| {
-        samples[((samples.len() - 1) as f64 * q).round() as usize]
-    };
     println!(
         "{} queries: first search on a thread median {:?} p95 {:?}; later median {:?} p95 {:?}",
         first.len(),
