@@ -425,3 +425,25 @@ def test_a_source_whose_get_tools_raises_exits_2_with_one_line(tmp_path: Path) -
         assert run.returncode == 2, run.stderr
         assert 'Traceback' not in run.stderr and 'RuntimeError: source down' in run.stderr
         assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_control_characters_in_names_never_break_the_search_table(tmp_path: Path) -> None:
+    """Found by a hostile pass: a tool named with a newline split its row in two, and an escape sequence reached the
+    terminal. Both are shown escaped; a multi-line description still reads as one line of prose."""
+    (tmp_path / 'odd_source.py').write_text(
+        'from pydantic_ai.tools import Tool\n'
+        'from pydantic_ai.toolsets import FunctionToolset\n\n\n'
+        'def f(x: int) -> str:\n'
+        "    return 'x'\n\n\n"
+        'odd = FunctionToolset([\n'
+        "    Tool(f, name='zeppelin\\nhangar', description='Park the zeppelin.\\nIn the hangar.'),\n"
+        "    Tool(f, name='zeppelin\\x1b[31mred', description='Paint the zeppelin.'),\n"
+        '])\n'
+    )
+    run = toolproxy('-s', 'odd_source.py:odd', '--group', 'g', 'search', 'zeppelin', cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    rows = [line for line in lines if line.split()[:1] in (['1'], ['2'])]
+    assert len(rows) == 2, lines
+    assert any('zeppelin\\nhangar' in row and 'Park the zeppelin. In the hangar.' in row for row in rows), rows
+    assert any('zeppelin\\x1b[31mred' in row for row in rows) and '\x1b' not in run.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TextIO
@@ -24,6 +25,19 @@ def num(value: int) -> str:
 def plural(count: int, word: str) -> str:
     """`1 group`, `2 groups`, `1,853 tools` (English `-s` plurals only)."""
     return f'{count:,} {word}{"" if count == 1 else "s"}'
+
+
+_LINE_BREAKING = frozenset(('Cc', 'Zl', 'Zp'))
+"""Unicode categories that move the cursor or end a line: control characters and line/paragraph separators."""
+
+
+def one_line(text: str) -> str:
+    """`text` with each control character and line or paragraph separator shown as its Python escape (`\\n`,
+    `\\x1b`, `\\u2028`), so a cell of data (a tool or group name) can neither break a table row nor move the cursor.
+    Other text, emoji joiners included, is kept as it is."""
+    if text.isprintable():
+        return text
+    return ''.join(repr(char)[1:-1] if unicodedata.category(char) in _LINE_BREAKING else char for char in text)
 
 
 def clip(text: str | None, width: int) -> str:
@@ -96,8 +110,17 @@ class Output:
             self.stream.write(text + '\n')
 
     def table(self, columns: list[Column], rows: list[list[str]], title: str | None = None) -> None:
-        """Print a table; plain output pads columns with two spaces and clips cells to `max_width`."""
+        """Print a table; plain output pads columns with two spaces and clips cells to `max_width`. Prose cells (a
+        column with `max_width` or `wrap`) have their whitespace collapsed; control characters and line separators left
+        in any cell are shown escaped (`one_line`)."""
         self._start()
+        rows = [
+            [
+                one_line(' '.join(cell.split()) if col.max_width is not None or col.wrap else cell)
+                for col, cell in zip(columns, row)
+            ]
+            for row in rows
+        ]
         if self.rich:
             self._rich_table(columns, rows, title)
             return
