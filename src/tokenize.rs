@@ -10,8 +10,8 @@
 //! * Han, Hiragana, Katakana and Hangul runs emit overlapping character bigrams (a lone
 //!   character emits itself), so a query word found inside an unsegmented sentence matches.
 //!
-//! Tokens are case-folded with Unicode rules (lower case, plus `ß` -> `ss`, final sigma -> sigma
-//! and the Latin ligatures) and put in Unicode normalization form C; diacritics are kept.
+//! Tokens are case-folded with Unicode rules (lower case, plus `ß` -> `ss`, final sigma -> sigma,
+//! `İ` -> `i` and the Latin ligatures) and put in Unicode normalization form C; diacritics are kept.
 //! A Latin-like run split at case boundaries also yields itself whole (`GitHub` -> `git`,
 //! `hub`, `github`), and a chunk of two or more pieces without CJK yields a *compound* token:
 //! its lower-cased pieces joined with `_` (`github-get-me` -> ..., `github_get_me`), so a full
@@ -199,7 +199,9 @@ fn cjk_run(run: &str, emit: &mut impl FnMut(&str)) {
 /// Appends the case folding of `text` in Unicode normalization form C (NFC).
 ///
 /// Folding is Unicode lower case plus the full case foldings that lower case misses: `ß`/`ẞ` ->
-/// `ss`, final sigma -> `σ`, long s -> `s`, and the Latin ligatures `ﬀ`..`ﬆ` -> their letters.
+/// `ss`, final sigma -> `σ`, long s -> `s`, and the Latin ligatures `ﬀ`..`ﬆ` -> their letters;
+/// and `İ` (capital I with dot above) -> `i`, its Turkic folding (`CaseFolding.txt` status `T`),
+/// where lower case and full folding give `i` + U+0307, so `istanbul` finds `İstanbul`.
 /// NFC makes precomposed and decomposed diacritics (`ệ` and `e` + U+0323 + U+0302) one token.
 fn push_lowercase(out: &mut String, text: &str) {
     let start = out.len();
@@ -211,6 +213,7 @@ fn push_lowercase(out: &mut String, text: &str) {
     for c in text.chars() {
         match c {
             'ß' | 'ẞ' => out.push_str("ss"),
+            'İ' => out.push('i'),
             'ς' => out.push('σ'),
             'ſ' => out.push('s'),
             'ﬀ' => out.push_str("ff"),
@@ -347,6 +350,8 @@ mod tests {
         assert_eq!(toks("Cà phê SỮA đá"), ["cà", "phê", "sữa", "đá"]);
         assert_eq!(toks("ΟΔΟΣ οδος"), ["οδοσ", "οδοσ"]);
         assert_eq!(toks("हिन्दी भाषा"), ["हिन्दी", "भाषा"]);
+        // The Turkic folding of dotted capital I, so that `istanbul` finds `İstanbul`.
+        assert_eq!(toks("İstanbul İZMİR"), ["istanbul", "izmir"]);
     }
 
     #[test]

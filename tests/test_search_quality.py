@@ -173,6 +173,7 @@ INTERNATIONAL = [
     tool('order_coffee', 'Đặt một ly cà phê sữa đá mang về', size='Cỡ ly'),
     tool('find_street', 'Sucht eine Straße in der angegebenen Stadt', stadt='Name der Stadt'),
     tool('find_restaurant', 'Find a restaurant near a location', location='City or address'),
+    tool('ferry_times', 'İstanbul vapur saatleri: İskele ve sefer bilgisi', pier='İskele adı'),
 ]
 
 
@@ -262,7 +263,7 @@ async def test_scripts_without_spaces_match_words_inside_descriptions(query: str
     assert names(page)[0] == expected
 
 
-async def test_cyrillic_vietnamese_german_and_inflections_match_case_insensitively() -> None:
+async def test_cyrillic_vietnamese_german_turkish_and_inflections_match_case_insensitively() -> None:
     queries = [
         'ОТЧЁТ клиенту',
         'CÀ PHÊ SỮA',
@@ -270,6 +271,8 @@ async def test_cyrillic_vietnamese_german_and_inflections_match_case_insensitive
         'STRASSE',
         'straße',
         'restaurants nearby',
+        'istanbul iskele',
+        'İSTANBUL',
     ]
     pages = await search(proxy(intl=INTERNATIONAL), [{'query': q} for q in queries])
     assert [names(page)[0] for page in pages] == [
@@ -279,6 +282,8 @@ async def test_cyrillic_vietnamese_german_and_inflections_match_case_insensitive
         'find_street',
         'find_street',
         'find_restaurant',
+        'ferry_times',
+        'ferry_times',
     ]
     # Diacritics stay inside words: "ca phe" is other words than "cà phê".
     (plain,) = await search(proxy(intl=INTERNATIONAL), [{'query': 'ca phe'}])
