@@ -1,7 +1,8 @@
 """Experiment: does a static-embedding signal (WordLlama) fused with this package's lexical ranking earn its place?
 
     # one-off set-up, outside the repo (wordllama is not a dependency of anything here):
-    python3.13 -m venv /tmp/semvenv && /tmp/semvenv/bin/pip install wordllama
+    # CPython 3.13, as .venv-bench (python3.13, or $(pyenv root)/versions/3.13.0/bin/python3); a path of your own:
+    python3.13 -m venv /tmp/semvenv && /tmp/semvenv/bin/pip install wordllama==0.4.0.post1
     # run with the bench venv (its in-tree extension, bfcl-eval data, pydantic-ai); wordllama and its two
     # extra dependencies (safetensors, toml) are found in SEMANTIC_SITE, appended to sys.path *after* .venv-bench:
     SEMANTIC_SITE=/tmp/semvenv/lib/python3.13/site-packages .venv-bench/bin/python bench/semantic_fusion.py
@@ -61,7 +62,7 @@ LEXICAL = {
     'agent': {'R@1': 0.614, 'R@5': 0.836, 'R@10': 0.907, 'MRR@10': 0.710},
     'bfcl': {'R@1': 0.689, 'R@5': 0.880},
 }
-"""The lexical figures of the brief (bench/quality.py through real search_proxy_tools calls)."""
+"""The keyword figures last measured (bench/quality.py): the w = 0 row is checked against them."""
 
 
 def load_model() -> object:
@@ -202,8 +203,8 @@ def run_corpus(name: str, model: object, depth: int, with_score_fusion: bool) ->
     lex_rankings = [keys_ for keys_, _exact in lex]
     base = metrics(questions, lex_rankings)
     print(
-        "\nw = 0 check against the brief's lexical figures: "
-        + ', '.join(f'{m} {base[m]:.3f} (brief {v:.3f})' for m, v in LEXICAL[name].items())
+        "\nw = 0 check against bench/quality.py's keyword figures: "
+        + ', '.join(f'{m} {base[m]:.3f} (expected {v:.3f})' for m, v in LEXICAL[name].items())
         + f'; exact-name queries: {sum(e > 0 for _k, e in lex)}; lexical search {1000 * lex_seconds:.2f} ms/query'
     )
 
