@@ -45,6 +45,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,6 +64,19 @@ LEXICAL = {
     'bfcl': {'R@1': 0.689, 'R@5': 0.880},
 }
 """The keyword figures last measured (bench/quality.py): the w = 0 row is checked against them."""
+
+
+def semantic_rankings(cosines: Any, too_long: set[int], tool_keys: Sequence[str], depth: int) -> list[list[str]]:
+    """Per query (a row of `cosines`, queries x tools): the `depth` tool keys of highest cosine, best first (ties in
+    tool order); none for a query the control refuses (`too_long`)."""
+    rankings: list[list[str]] = []
+    for i, row in enumerate(cosines):
+        if i in too_long:
+            rankings.append([])
+            continue
+        top = np.argpartition(-row, depth)[:depth]
+        rankings.append([tool_keys[j] for j in top[np.argsort(-row[top], kind='stable')]])
+    return rankings
 
 
 def load_model() -> object:
@@ -215,14 +229,7 @@ def run_corpus(name: str, model: object, depth: int, with_score_fusion: bool) ->
         texts = tool_texts(tools, descriptions, with_group=variant == 'tool+group')
         t_vecs = embed(model, texts)
         cos_all = q_vecs @ t_vecs.T
-        sem = []
-        for i in range(len(questions)):
-            if i in too_long:
-                sem.append([])
-                continue
-            top = np.argpartition(-cos_all[i], depth)[:depth]
-            top = top[np.argsort(-cos_all[i][top], kind='stable')]
-            sem.append([tool_keys[j] for j in top])
+        sem = semantic_rankings(cos_all, too_long, tool_keys, depth)
         sem_only = metrics(questions, sem)
         rows = [(f'semantic only ({variant})', sem_only, wins_losses(questions, lex_rankings, sem))]
         per_w: dict[float, list[list[str]]] = {}
@@ -241,13 +248,7 @@ def run_corpus(name: str, model: object, depth: int, with_score_fusion: bool) ->
             list(np.argsort(-cos_q[i], kind='stable')[:10]) == list(np.argsort(-cos_all[i], kind='stable')[:10])
             for i in range(len(questions))
         )
-        sem8 = []
-        for i in range(len(questions)):
-            if i in too_long:
-                sem8.append([])
-                continue
-            top = np.argpartition(-cos_q[i], depth)[:depth]
-            sem8.append([tool_keys[j] for j in top[np.argsort(-cos_q[i][top], kind='stable')]])
+        sem8 = semantic_rankings(cos_q, too_long, tool_keys, depth)
         int8_rrf = {w: metrics(questions, [rrf(lk, e, s, w) for (lk, e), s in zip(lex, sem8)]) for w in WEIGHTS[1:]}
         print(
             f'\nint8 tool vectors (per-vector scale): semantic top 10 in the same order for {same} / '
