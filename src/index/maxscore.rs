@@ -358,23 +358,10 @@ impl MaxScore<'_, '_, '_> {
             }
         }
         for &doc in touched {
-            let index = doc as usize;
-            let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
-            let can_reach = threshold.is_none_or(|threshold| {
-                self.is_exact(doc) || {
-                    let [gain, group_matched] = self.group_gain(doc);
-                    self.plan.upper(
-                        score + rest_bound + gain,
-                        matched + rest_weight + group_matched,
-                    ) * (1.0 + PRUNE_MARGIN)
-                        >= threshold
-                }
-            });
-            if can_reach {
+            if threshold.is_none_or(|threshold| {
+                self.kept(doc, (rest_bound, rest_weight), threshold, scratch)
+            }) {
                 scratch.mark(doc);
-            } else {
-                scratch.score[index] = [0.0; 2];
-                scratch.optional[index] = [0.0; 2];
             }
         }
         for &doc in self.exact {
@@ -444,6 +431,25 @@ impl MaxScore<'_, '_, '_> {
         }
     }
 
+    /// Whether `doc` (an exact match, or a document whose score so far plus `rest`, what the
+    /// tokens still to score can add, and its group gain can reach `threshold`) stays a candidate;
+    /// a document that does not has its accumulators cleared.
+    fn kept(&self, doc: u32, rest: (f32, f32), threshold: f32, scratch: &mut Scratch) -> bool {
+        let index = doc as usize;
+        let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
+        let [gain, group_matched] = self.group_gain(doc);
+        let reach = self
+            .plan
+            .upper(score + rest.0 + gain, matched + rest.1 + group_matched)
+            * (1.0 + PRUNE_MARGIN);
+        let kept = reach >= threshold || self.is_exact(doc);
+        if !kept {
+            scratch.score[index] = [0.0; 2];
+            scratch.optional[index] = [0.0; 2];
+        }
+        kept
+    }
+
     /// Drops the candidates (but exact matches) that cannot reach `threshold` once the content
     /// tokens from `from` on and the looked-up optional tokens have added their most (the scanned
     /// ones are in the accumulators already), clearing their accumulators.
@@ -460,21 +466,7 @@ impl MaxScore<'_, '_, '_> {
         let (rest_bound, rest_weight) = self.plan.rest(from);
         #[cfg(test)]
         let before = candidates.len();
-        candidates.retain(|&doc| {
-            let index = doc as usize;
-            let (score, matched) = combined(scratch.score[index], scratch.optional[index]);
-            let [gain, group_matched] = self.group_gain(doc);
-            let reach = self.plan.upper(
-                score + rest_bound + gain,
-                matched + rest_weight + group_matched,
-            ) * (1.0 + PRUNE_MARGIN);
-            let keep = reach >= threshold || self.is_exact(doc);
-            if !keep {
-                scratch.score[index] = [0.0; 2];
-                scratch.optional[index] = [0.0; 2];
-            }
-            keep
-        });
+        candidates.retain(|&doc| self.kept(doc, (rest_bound, rest_weight), threshold, scratch));
         #[cfg(test)]
         PRUNED.with(|count| {
             let [cuts, thresholds, drops] = count.get();
