@@ -8,9 +8,10 @@
 //!
 //! [`Dictionary`] interns tokens to term ids and keeps the terms of each stem class together.
 //!
-//! [`is_stopword`] names English function words (`me`, `the`, `for`, ...). They are still
-//! indexed and matched, but a query gives them a small weight, so a query like `Find something
-//! for me` is ranked by its content words while `get me` still finds `github_get_me`.
+//! [`is_stopword`] names English function words (`me`, `the`, `for`, ...), [`is_number`] numbers
+//! (`2023`), and [`is_optional_word`] both. They are still indexed and matched, but a query gives
+//! them a small weight, so a query like `Find something for me` is ranked by its content words
+//! while `get me` still finds `github_get_me`.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -181,6 +182,20 @@ const STOPWORDS: &[&str] = &[
 /// `true` for an English function word (the token as the tokenizer emits it: lower case).
 pub fn is_stopword(token: &str) -> bool {
     STOPWORDS.binary_search(&token).is_ok()
+}
+
+/// `true` for a number: a token whose every character is numeric (`2023`, `52`, `٣`; not `mp3`
+/// or `3d`).
+pub fn is_number(token: &str) -> bool {
+    !token.is_empty() && token.chars().all(char::is_numeric)
+}
+
+/// `true` for a query word that only orders the documents the other words find: an English
+/// function word ([`is_stopword`]) or a number ([`is_number`]). A number in a query is almost
+/// always an argument value (a date, an amount, an id: "average of 12, 20 and 21"), which a
+/// tool's text holds only by chance, in an example or a default.
+pub fn is_optional_word(token: &str) -> bool {
+    is_stopword(token) || is_number(token)
 }
 
 /// The term dictionary of an index: tokens interned to dense `u32` term ids, and the stem class
@@ -369,6 +384,9 @@ mod tests {
         assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
         assert!(is_stopword("me") && is_stopword("the") && is_stopword("would"));
         assert!(!is_stopword("comment") && !is_stopword("github") && !is_stopword("Me"));
+        assert!(is_number("2023") && is_number("52") && is_number("\u{663}"));
+        assert!(!is_number("mp3") && !is_number("3d") && !is_number("") && !is_number("1.5"));
+        assert!(is_optional_word("the") && is_optional_word("12") && !is_optional_word("v2"));
     }
 
     #[test]

@@ -8,10 +8,11 @@ use std::sync::Arc;
 use super::storage::Group;
 use super::{FoldHashMap, FoldHashSet, SearchIndex};
 use crate::names::CANONICAL_SEPARATOR;
-use crate::terms::is_stopword;
+use crate::terms::is_optional_word;
 use crate::tokenize::for_each_token;
 
-/// Query weight of an English function word, relative to other tokens.
+/// Query weight of an English function word or a number ([`is_optional_word`]), relative to
+/// other tokens.
 pub(super) const STOPWORD_WEIGHT: f32 = 0.3;
 /// Adjacent word pairs of a query looked up as compounds (`file system` -> `filesystem`).
 const MAX_COMPOUND_PAIRS: usize = 1024;
@@ -26,10 +27,10 @@ pub(super) struct QueryToken<'a> {
     /// The terms sharing its stem, and those of its synonyms' stems (`crate::synonyms`), sorted;
     /// empty if none is indexed.
     pub(super) class: Cow<'a, [u32]>,
-    /// 1, or [`STOPWORD_WEIGHT`] for an English function word.
+    /// 1, or [`STOPWORD_WEIGHT`] for an English function word or a number.
     pub(super) weight: f32,
-    /// A function word in a query with other indexed tokens: it scores the documents the other
-    /// tokens find (by its own term only) and finds none itself.
+    /// A function word or a number in a query with other indexed tokens: it scores the documents
+    /// the other tokens find (by its own term only) and finds none itself.
     pub(super) optional: bool,
 }
 
@@ -48,19 +49,20 @@ pub(super) fn nothing_to_find(query: &str) -> bool {
 
 impl SearchIndex {
     /// The query's distinct tokens, resolved against the term dictionary, in query order:
-    /// English function words are optional (they score only what the other tokens find) unless no
-    /// other token can find a document.
+    /// English function words and numbers are optional (they score only what the other tokens
+    /// find) unless no other token can find a document.
     pub(super) fn query_tokens(&self, query: &str) -> Vec<QueryToken<'_>> {
         // The query's tokens in order (repeats included), then each distinct one.
         let mut sequence: Vec<String> = Vec::new();
         for_each_token(query, |token| sequence.push(token.to_owned()));
         // Compounds: two adjacent words whose concatenation is an indexed term ("file system" and
-        // `filesystem`) join that term to both words' classes.
+        // `filesystem`) join that term to both words' classes. Not of function words or numbers
+        // ("20 21" is not `2021`).
         let mut compounds: FoldHashMap<&str, Vec<u32>> = FoldHashMap::default();
         for pair in sequence.windows(2).take(MAX_COMPOUND_PAIRS) {
             let (first, second) = (pair[0].as_str(), pair[1].as_str());
-            if is_stopword(first)
-                || is_stopword(second)
+            if is_optional_word(first)
+                || is_optional_word(second)
                 || !first
                     .bytes()
                     .chain(second.bytes())
@@ -80,17 +82,17 @@ impl SearchIndex {
                 continue;
             }
             let term = self.terms.get(token);
-            let stopword = is_stopword(token);
+            let optional = is_optional_word(token);
             let extra = compounds.get(token.as_str()).map_or(&[][..], Vec::as_slice);
             tokens.push(QueryToken {
                 text: Box::from(token.as_str()),
                 term,
                 class: self.class_with_synonyms(token, term, extra),
-                weight: if stopword { STOPWORD_WEIGHT } else { 1.0 },
-                optional: stopword,
+                weight: if optional { STOPWORD_WEIGHT } else { 1.0 },
+                optional,
             });
         }
-        // Function words are optional only beside a token that can find documents.
+        // Function words and numbers are optional only beside a token that can find documents.
         let findable = |token: &QueryToken<'_>| token.term.is_some() || !token.class.is_empty();
         if !tokens
             .iter()

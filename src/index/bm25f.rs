@@ -20,13 +20,14 @@
 //! over live documents): one for the token itself, one for its stem class (term frequencies of all
 //! the class's terms summed, `df` = documents holding any of them). So `restaurants` finds
 //! `restaurant`, while an exact rare form keeps its higher rarity. A token that is an English
-//! function word ([`crate::terms::is_stopword`]) gains `0.3` times as much, from its own term
-//! only (no stem class), and only in documents that match another token of the query: when a
-//! query has a token that is not a function word and is indexed, the function words shape the
-//! ranking of the documents found by the other tokens but find none of their own (a query of
-//! function words alone still finds documents by them). So a question's `the`, `of` and `for`
-//! cost no more than a lookup per candidate, and `total` counts the documents that match what
-//! the question is about.
+//! function word or a number ([`crate::terms::is_optional_word`]) gains `0.3` times as much, from
+//! its own term only (no stem class), and only in documents that match another token of the
+//! query: when a query has a token of neither kind that is indexed, the function words and
+//! numbers shape the ranking of the documents found by the other tokens but find none of their
+//! own (a query of function words or numbers alone still finds documents by them). So a
+//! question's `the`, `of` and `for`, and the dates and amounts it passes as arguments, cost no
+//! more than a lookup per candidate, and `total` counts the documents that match what the
+//! question is about.
 //!
 //! The summed gains are multiplied by the *coordination factor* `1 + 1.5 * matched / n`, where
 //! `matched` is the weight of the matched query tokens and `n` the number of distinct query

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use super::bm25f::{lucene_idf, saturated_gain};
 use super::{FoldHashMap, FoldHashSet, SearchIndex};
-use crate::terms::{is_stopword, term};
+use crate::terms::{is_optional_word, term};
 use crate::tokenize::for_each_token;
 
 /// Weight of the group-description field, relative to a tool description's 1.4.
@@ -63,7 +63,7 @@ impl GroupTexts {
                 return;
             }
             length += 1;
-            if !is_stopword(token) {
+            if !is_optional_word(token) {
                 let stem = term(token).into_owned();
                 let tf = tfs.entry(stem).or_insert(0);
                 *tf = tf.saturating_add(1);
@@ -106,7 +106,7 @@ impl GroupTexts {
         let b = GROUP_TEXT_LENGTH_NORMALIZATION;
         let mut seen: FoldHashSet<String> = FoldHashSet::default();
         for_each_token(query, |token| {
-            if is_stopword(token) || seen.len() >= MAX_QUERY_STEMS {
+            if is_optional_word(token) || seen.len() >= MAX_QUERY_STEMS {
                 return;
             }
             let stem = term(token);

@@ -482,6 +482,40 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn numbers_order_the_documents_found_by_words() {
+        let mut index = SearchIndex::new();
+        index.upsert(vec![
+            record(
+                "math",
+                "calculate_average",
+                "Calculate the average of numbers.",
+            ),
+            record(
+                "usage",
+                "hosts_per_day",
+                "Hosts counted on a day, 12 to 21 of 2021.",
+            ),
+            record("usage", "hosts_2021", "Hosts counted in 2021."),
+        ]);
+        // The query's numbers are argument values: they neither find `hosts_per_day` nor
+        // outweigh `average`; nor do `20 21` form the compound `2021`.
+        let (total, keys) = search(&index, "average of 12, 20, 21", None, 0, 10);
+        assert_eq!(
+            (total, keys),
+            (1, vec!["math__calculate_average".to_owned()])
+        );
+        // Beside a word, a number still orders what the word finds.
+        let (_, keys) = search(&index, "hosts 12", None, 0, 10);
+        assert_eq!(keys, ["usage__hosts_per_day", "usage__hosts_2021"]);
+        // Alone, a number finds by itself.
+        assert_eq!(search(&index, "2021", None, 0, 10).0, 2);
+        assert_eq!(
+            search(&index, "21", None, 0, 10).1,
+            ["usage__hosts_per_day"]
+        );
+    }
+
+    #[test]
     fn function_words_order_the_documents_found_by_content_words() {
         let mut index = SearchIndex::new();
         let mut records: Vec<Record> = (0..300)
