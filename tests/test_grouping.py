@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.capabilities import AbstractCapability, Capability, CombinedCapability, Toolset
+from pydantic_ai.capabilities import AbstractCapability, Capability, CombinedCapability, PrefixTools, Toolset
 from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
 from support import CALL, SEARCH, Script, last_return, page_of, returns
 from tools_fixtures import CALLS, billing_toolset, crm_toolset, status
@@ -188,3 +188,53 @@ async def test_empty_groups_expose_no_controls() -> None:
     agent = Agent(script.model, tools=[status], capabilities=[ToolProxyCapability(groups={})])
     await agent.run('x')
     assert script.offered(0) == ['status']
+
+
+@dataclass
+class HideByName(Toolset[Any]):
+    """A capability whose own `prepare_tools` hides the tools named `hidden`."""
+
+    hidden: str = ''
+    seen: list[list[str]] | None = None
+
+    async def prepare_tools(self, ctx: RunContext[Any], tool_defs: list[Any]) -> list[Any]:
+        if self.seen is not None:
+            self.seen.append(sorted(t.name for t in tool_defs))
+        return [t for t in tool_defs if t.name != self.hidden]
+
+
+@pytest.mark.parametrize(
+    ('hidden', 'found'),
+    [
+        pytest.param('crm__customer_name', False, id='canonical name: hidden'),
+        pytest.param('customer_name', True, id='local name: matches nothing'),
+    ],
+)
+async def test_a_grouped_capabilitys_own_hooks_see_canonical_names(hidden: str, found: bool) -> None:
+    """docs/usage.md, "Hooks see canonical names": a grouped capability's `prepare_tools` sees its members as
+    `group__tool`, so only a filter on that name hides one (from search and from the envelope)."""
+    seen: list[list[str]] = []
+    script = Script(
+        [
+            [(SEARCH, {'query': 'customer name', 'group': 'crm'})],
+            [(CALL, {'group': 'crm', 'tool': 'customer_name', 'arguments': {'customer_id': 42}})],
+            'finished',
+        ]
+    )
+    agent = Agent(script.model, capabilities=[proxy(crm=HideByName(crm_toolset(), hidden=hidden, seen=seen))])
+    result = await agent.run('who is 42?')
+    assert 'crm__customer_name' in seen[0] and 'customer_name' not in seen[0]
+    names = [(t['group'], t['tool']) for t in page_of(last_return(result.all_messages(), SEARCH))['tools']]
+    assert (('crm', 'customer_name') in names) is found
+    assert ('customer_name' in CALLS) is found
+
+
+async def test_prefix_tools_shows_a_wrapped_capabilitys_hooks_the_renamed_tools_too() -> None:
+    """The same rule in Pydantic AI's own renaming wrapper, which the docs cite: the wrapped hook sees the new name."""
+    seen: list[list[str]] = []
+    agent = Agent(
+        Script(['finished']).model,
+        capabilities=[PrefixTools(wrapped=HideByName(crm_toolset(), hidden='customer_name', seen=seen), prefix='ns')],
+    )
+    await agent.run('hi')
+    assert 'ns_customer_name' in seen[0] and 'customer_name' not in seen[0]
