@@ -51,8 +51,10 @@ pub fn term(token: &str) -> Cow<'_, str> {
     })
 }
 
-/// English function words: pronouns, articles, auxiliaries, prepositions and conjunctions, in
-/// byte order. A query weighs them at `STOPWORD_WEIGHT` (see `crate::index`).
+/// English function words: pronouns, articles, auxiliaries, prepositions and conjunctions (NLTK's
+/// English list, plus `could`, `would`, `let` and `please`), with the pieces the tokenizer leaves of
+/// contractions (`don't` -> `don` + `t`, `you're` -> `you` + `re`), in byte order. A query weighs
+/// them at `STOPWORD_WEIGHT` (see `crate::index`).
 const STOPWORDS: &[&str] = &[
     "a",
     "about",
@@ -60,12 +62,14 @@ const STOPWORDS: &[&str] = &[
     "after",
     "again",
     "against",
+    "ain",
     "all",
     "am",
     "an",
     "and",
     "any",
     "are",
+    "aren",
     "as",
     "at",
     "be",
@@ -80,10 +84,15 @@ const STOPWORDS: &[&str] = &[
     "by",
     "can",
     "could",
+    "couldn",
+    "d",
     "did",
+    "didn",
     "do",
     "does",
+    "doesn",
     "doing",
+    "don",
     "down",
     "during",
     "each",
@@ -92,8 +101,11 @@ const STOPWORDS: &[&str] = &[
     "from",
     "further",
     "had",
+    "hadn",
     "has",
+    "hasn",
     "have",
+    "haven",
     "having",
     "he",
     "her",
@@ -109,16 +121,22 @@ const STOPWORDS: &[&str] = &[
     "in",
     "into",
     "is",
+    "isn",
     "it",
     "its",
     "itself",
     "just",
     "let",
+    "ll",
+    "m",
     "me",
+    "mightn",
     "more",
     "most",
+    "mustn",
     "my",
     "myself",
+    "needn",
     "no",
     "nor",
     "not",
@@ -137,12 +155,17 @@ const STOPWORDS: &[&str] = &[
     "over",
     "own",
     "please",
+    "re",
+    "s",
     "same",
+    "shan",
     "she",
     "should",
+    "shouldn",
     "so",
     "some",
     "such",
+    "t",
     "than",
     "that",
     "the",
@@ -162,10 +185,13 @@ const STOPWORDS: &[&str] = &[
     "under",
     "until",
     "up",
+    "ve",
     "very",
     "was",
+    "wasn",
     "we",
     "were",
+    "weren",
     "what",
     "when",
     "where",
@@ -177,6 +203,12 @@ const STOPWORDS: &[&str] = &[
     "will",
     "with",
     "would",
+    "wouldn",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
 ];
 
 /// `true` for an English function word (the token as the tokenizer emits it: lower case).
@@ -184,10 +216,14 @@ pub fn is_stopword(token: &str) -> bool {
     STOPWORDS.binary_search(&token).is_ok()
 }
 
-/// `true` for a number: a token whose every character is numeric (`2023`, `52`, `٣`; not `mp3`
-/// or `3d`).
+/// `true` for a number: a token that starts with a numeric character and holds nothing but
+/// numeric characters and the `_` or `-` the tokenizer keeps inside an identifier (`2023`, `52`,
+/// `٣`, and `2025_01_01`, the whole of `2025-01-01`; not `mp3` or `3d`).
 pub fn is_number(token: &str) -> bool {
-    !token.is_empty() && token.chars().all(char::is_numeric)
+    token.chars().next().is_some_and(char::is_numeric)
+        && token
+            .chars()
+            .all(|c| c.is_numeric() || c == '_' || c == '-')
 }
 
 /// `true` for a query word that only orders the documents the other words find: an English
@@ -383,9 +419,14 @@ mod tests {
     fn stopwords_are_sorted_and_unique() {
         assert!(STOPWORDS.windows(2).all(|pair| pair[0] < pair[1]));
         assert!(is_stopword("me") && is_stopword("the") && is_stopword("would"));
+        assert!(
+            is_stopword("you") && is_stopword("your") && is_stopword("s") && is_stopword("don")
+        );
         assert!(!is_stopword("comment") && !is_stopword("github") && !is_stopword("Me"));
         assert!(is_number("2023") && is_number("52") && is_number("\u{663}"));
+        assert!(is_number("2025_01_01") && is_number("555-1234"));
         assert!(!is_number("mp3") && !is_number("3d") && !is_number("") && !is_number("1.5"));
+        assert!(!is_number("_1") && !is_number("1_a"));
         assert!(is_optional_word("the") && is_optional_word("12") && !is_optional_word("v2"));
     }
 

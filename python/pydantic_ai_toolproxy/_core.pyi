@@ -132,9 +132,9 @@ class SearchIndex:
     lower-cased query equals a record's lower-cased tool name or its ``group__tool`` name), then a
     BM25F score over five fields (tool name, group name, description, parameter names, parameter
     texts) where English words also match through their stem (``restaurants`` ~ ``restaurant``),
-    English function words weigh less and only order the records the other words find, and records
-    matching more of the query rank higher, then ``(group, tool)`` in byte order.
-    See ``src/index/bm25f.rs`` for the weights and the README's "Search quality" for the benchmark.
+    English function words and numbers weigh less and only order the records the other words
+    find, and records matching more of the query rank higher, then ``(group, tool)`` in byte order.
+    See ``src/index/bm25f.rs`` for the weights and ``docs/search-quality.md`` for the benchmark.
 
     Safe to share between threads: searches run concurrently without the GIL; updates are
     serialized.

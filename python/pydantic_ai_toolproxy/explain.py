@@ -21,7 +21,7 @@ class TermMatch:
         field: Where it matched: `tool name`, `group name`, `description`, `parameter names`, `parameter text` or
             `group description`.
         via_stem: True when another word of its stem matched (`lists` for `list`), not the word itself.
-        gain: Its BM25F gain in that field (function words weigh 0.3), before the coordination factor.
+        gain: Its BM25F gain in that field (function words and numbers weigh 0.3), before the coordination factor.
         share: Its share of the tool's score, 0..1 (the shares of a tool's matches add up to 1).
     """
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::storage::Group;
 use super::{FoldHashMap, FoldHashSet, SearchIndex};
 use crate::names::CANONICAL_SEPARATOR;
-use crate::terms::is_optional_word;
+use crate::terms::{is_number, is_optional_word};
 use crate::tokenize::for_each_token;
 
 /// Query weight of an English function word or a number ([`is_optional_word`]), relative to
@@ -41,6 +41,19 @@ impl QueryToken<'_> {
     }
 }
 
+/// Makes every optional token of a query required (it then finds documents by itself, at its
+/// own weight), for a query whose other tokens find no selected document: `play 2048` in a group
+/// where only `2048` matches, or a word whose only documents were removed. Returns whether any
+/// token was optional.
+pub(super) fn require_all(tokens: &mut [QueryToken<'_>]) -> bool {
+    let mut changed = false;
+    for token in tokens.iter_mut().filter(|token| token.optional) {
+        token.optional = false;
+        changed = true;
+    }
+    changed
+}
+
 /// Whether a query has nothing to look for (no alphanumeric character): it browses when no
 /// exact name matches either.
 pub(super) fn nothing_to_find(query: &str) -> bool {
@@ -59,17 +72,17 @@ impl SearchIndex {
         // `filesystem`) join that term to both words' classes. Not of function words or numbers
         // ("20 21" is not `2021`).
         let mut compounds: FoldHashMap<&str, Vec<u32>> = FoldHashMap::default();
-        for pair in sequence.windows(2).take(MAX_COMPOUND_PAIRS) {
+        let pairs = sequence.windows(2).filter(|pair| {
             let (first, second) = (pair[0].as_str(), pair[1].as_str());
-            if is_optional_word(first)
-                || is_optional_word(second)
-                || !first
+            !is_optional_word(first)
+                && !is_optional_word(second)
+                && first
                     .bytes()
                     .chain(second.bytes())
                     .all(|b| b.is_ascii_alphanumeric())
-            {
-                continue;
-            }
+        });
+        for pair in pairs.take(MAX_COMPOUND_PAIRS) {
+            let (first, second) = (pair[0].as_str(), pair[1].as_str());
             if let Some(term) = self.terms.get(&format!("{first}{second}")) {
                 compounds.entry(first).or_default().push(term);
                 compounds.entry(second).or_default().push(term);
@@ -82,7 +95,9 @@ impl SearchIndex {
                 continue;
             }
             let term = self.terms.get(token);
-            let optional = is_optional_word(token);
+            // A number that is a tool's whole name (`2048`) names that tool, not an argument.
+            let optional =
+                is_optional_word(token) && !(is_number(token) && self.is_tool_name(token));
             let extra = compounds.get(token.as_str()).map_or(&[][..], Vec::as_slice);
             tokens.push(QueryToken {
                 text: Box::from(token.as_str()),
@@ -92,17 +107,27 @@ impl SearchIndex {
                 optional,
             });
         }
-        // Function words and numbers are optional only beside a token that can find documents.
+        // Function words and numbers are optional only beside a token that can find documents
+        // (whether it finds one among the selected documents, `search` sees by scoring: see
+        // [`require_all`]).
         let findable = |token: &QueryToken<'_>| token.term.is_some() || !token.class.is_empty();
         if !tokens
             .iter()
             .any(|token| !token.optional && findable(token))
         {
-            for token in &mut tokens {
-                token.optional = false;
-            }
+            require_all(&mut tokens);
         }
         tokens
+    }
+
+    /// Whether `token` (folded, as the tokenizer emits it) is the whole tool name of a live document.
+    fn is_tool_name(&self, token: &str) -> bool {
+        self.by_tool_folded.get(token).any(|doc| {
+            self.alive[doc as usize] && {
+                let tool = self.docs[doc as usize].name.tool();
+                tool.eq_ignore_ascii_case(token) || tool.to_lowercase() == token
+            }
+        })
     }
 
     /// The stem class of `token` (see [`crate::terms::Dictionary::stem_class`]), joined with the stem classes

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::analysis::QueryToken;
+use super::analysis::{self, QueryToken};
 use super::bm25f::{
     coordination, DESCRIPTION, FIELDS, GROUP, NAME, PARAMETER_NAMES, PARAMETER_TEXT,
 };
@@ -67,7 +67,18 @@ impl SearchIndex {
         let doc = self.doc_of(key)?;
         let allowed = self.allowed_groups(groups);
         let scorer = Scorer::new(self, allowed.as_deref());
-        let tokens = self.query_tokens(query);
+        let mut tokens = self.query_tokens(query);
+        // As `search` decides: optional tokens find by themselves when the others find nothing
+        // selected (the selection as given, even when `key` is outside it).
+        if tokens.iter().any(|token| token.optional) {
+            let selected = self.exact_matches(query, allowed.as_deref());
+            let gains = self.group_gains(query);
+            let (total, _) =
+                self.score_query(&tokens, &selected, allowed.as_deref(), 1, true, &gains);
+            if total == 0 {
+                analysis::require_all(&mut tokens);
+            }
+        }
         let exact = self.exact_matches(query, None).contains(&doc);
         let mut matches = Vec::new();
         let mut content = (0.0f32, 0.0f32);

@@ -173,7 +173,7 @@ impl SearchIndex {
         prune: bool,
     ) -> (usize, Vec<Arc<str>>) {
         let allowed = self.allowed_groups(groups);
-        let tokens = self.query_tokens(query);
+        let mut tokens = self.query_tokens(query);
         let allowed = allowed.as_deref();
         let exact = self.exact_matches(query, allowed);
         // Browsing is for a query with nothing to look for (empty, spaces, punctuation). A word
@@ -184,7 +184,12 @@ impl SearchIndex {
         }
         let keep = offset.saturating_add(limit);
         let group_gains = self.group_gains(query);
-        let (total, best) = self.score_query(&tokens, &exact, allowed, keep, prune, &group_gains);
+        let (mut total, mut best) =
+            self.score_query(&tokens, &exact, allowed, keep, prune, &group_gains);
+        // Nothing selected matches the content tokens: the function words and numbers find.
+        if total == 0 && analysis::require_all(&mut tokens) {
+            (total, best) = self.score_query(&tokens, &exact, allowed, keep, prune, &group_gains);
+        }
         let keys = best
             .iter()
             .skip(offset)
@@ -513,6 +518,91 @@ pub(super) mod tests {
             search(&index, "21", None, 0, 10).1,
             ["usage__hosts_per_day"]
         );
+    }
+
+    #[test]
+    fn numbers_find_when_the_words_find_nothing_selected() {
+        let mut index = SearchIndex::new();
+        let mut records: Vec<Record> = (0..200)
+            .map(|i| record("filler", &format!("filler_{i:03}"), "filler text"))
+            .collect();
+        records.push(record("arcade", "tiles", "Slide tiles up to 2048."));
+        records.push(record("board", "chess", "Play chess."));
+        records.push(record("tmp", "old", "Zebra stripes."));
+        index.upsert(records);
+        index.remove(["tmp__old"]);
+        // `chess` finds nothing in `arcade`; `zebra` only a removed tool: `2048` finds by itself.
+        let arcade = Some(&["arcade"][..]);
+        assert_eq!(
+            search(&index, "chess 2048", arcade, 0, 10),
+            (1, vec!["arcade__tiles".to_owned()])
+        );
+        assert_eq!(
+            search(&index, "zebra 2048", None, 0, 10).1,
+            ["arcade__tiles"]
+        );
+        // The explanation follows the same rule.
+        let explained = index
+            .explain("chess 2048", Some(&["arcade"]), "arcade__tiles")
+            .unwrap();
+        assert!(explained.score > 0.0 && explained.matches[0].token == "2048");
+        // Beside a word that finds a selected tool, the number still finds nothing.
+        assert_eq!(
+            search(&index, "chess 2048", None, 0, 10).1,
+            ["board__chess"]
+        );
+    }
+
+    #[test]
+    fn a_number_that_is_a_tool_name_finds_it_and_dates_are_numbers() {
+        let mut index = SearchIndex::new();
+        index.upsert(vec![
+            record("games", "2048", "Slide numbered tiles to combine them."),
+            record("games", "chess_game", "Play a chess game."),
+            record("meteo", "get_weather", "Weather forecast for a date."),
+            record("cal", "events", "List events. Example date: 2025-01-01."),
+        ]);
+        let (total, keys) = search(&index, "play 2048", None, 0, 10);
+        assert_eq!((total, keys[0].as_str()), (2, "games__2048"));
+        // `2025-01-01` is also the token `2025_01_01`: a number like its parts.
+        for query in ["weather on 2025-01-01", "weather on 2025 01 01"] {
+            assert_eq!(
+                search(&index, query, None, 0, 10),
+                (1, vec!["meteo__get_weather".to_owned()]),
+                "{query}"
+            );
+        }
+    }
+
+    #[test]
+    fn pairs_of_numbers_do_not_use_up_the_compound_lookups() {
+        let mut index = SearchIndex::new();
+        index.upsert(vec![
+            record("fs", "read", "Read a file from the filesystem."),
+            record("os", "info", "Operating system information."),
+        ]);
+        let long = format!("{}file system", "1 ".repeat(1030));
+        assert_eq!(search(&index, "file system", None, 0, 5).1[0], "fs__read");
+        assert_eq!(search(&index, &long, None, 0, 5).1[0], "fs__read");
+    }
+
+    #[test]
+    fn you_and_the_pieces_of_contractions_are_function_words() {
+        let mut index = SearchIndex::new();
+        index.upsert(vec![
+            record("weather", "get_weather", "Current weather for a city."),
+            record(
+                "chat",
+                "reply",
+                "What's it? You're told what they'd say: don't ask.",
+            ),
+        ]);
+        // "what's", "can you", "I'd" and "don't" find nothing of their own beside `weather`.
+        let query = "What's the weather? Can you, or I'd wait, don't";
+        let (total, keys) = search(&index, query, None, 0, 10);
+        assert_eq!((total, keys), (1, vec!["weather__get_weather".to_owned()]));
+        // Alone, they still find by themselves.
+        assert_eq!(search(&index, "you're", None, 0, 10).1, ["chat__reply"]);
     }
 
     #[test]
