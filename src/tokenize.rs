@@ -11,7 +11,8 @@
 //!   character emits itself), so a query word found inside an unsegmented sentence matches.
 //!
 //! Tokens are case-folded with Unicode rules (lower case, plus `ß` -> `ss`, final sigma -> sigma,
-//! `İ` -> `i` and the Latin ligatures) and put in Unicode normalization form C; diacritics are kept.
+//! `İ` -> `i`, the Latin ligatures, fullwidth digits and letters -> ASCII) and put in Unicode
+//! normalization form C; diacritics are kept.
 //! A Latin-like run split at case boundaries also yields itself whole (`GitHub` -> `git`,
 //! `hub`, `github`), and a chunk of two or more pieces without CJK yields a *compound* token:
 //! its lower-cased pieces joined with `_` (`github-get-me` -> ..., `github_get_me`), so a full
@@ -201,7 +202,8 @@ fn cjk_run(run: &str, emit: &mut impl FnMut(&str)) {
 /// Folding is Unicode lower case plus the full case foldings that lower case misses: `ß`/`ẞ` ->
 /// `ss`, final sigma -> `σ`, long s -> `s`, and the Latin ligatures `ﬀ`..`ﬆ` -> their letters;
 /// and `İ` (capital I with dot above) -> `i`, its Turkic folding (`CaseFolding.txt` status `T`),
-/// where lower case and full folding give `i` + U+0307, so `istanbul` finds `İstanbul`.
+/// where lower case and full folding give `i` + U+0307, so `istanbul` finds `İstanbul`; and the
+/// fullwidth digits and Latin letters (`１２`, `Ｗｅａｔｈｅｒ`) -> ASCII, their NFKC forms.
 /// NFC makes precomposed and decomposed diacritics (`ệ` and `e` + U+0323 + U+0302) one token.
 fn push_lowercase(out: &mut String, text: &str) {
     let start = out.len();
@@ -222,6 +224,11 @@ fn push_lowercase(out: &mut String, text: &str) {
             'ﬃ' => out.push_str("ffi"),
             'ﬄ' => out.push_str("ffl"),
             'ﬅ' | 'ﬆ' => out.push_str("st"),
+            // Fullwidth digits and Latin letters (CJK input methods type them): their ASCII forms.
+            '\u{FF10}'..='\u{FF19}' | '\u{FF21}'..='\u{FF3A}' | '\u{FF41}'..='\u{FF5A}' => {
+                let ascii = char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c);
+                out.push(ascii.to_ascii_lowercase());
+            }
             _ if c.is_ascii() => out.push(c.to_ascii_lowercase()),
             _ => out.extend(c.to_lowercase()),
         }
@@ -352,6 +359,12 @@ mod tests {
         assert_eq!(toks("हिन्दी भाषा"), ["हिन्दी", "भाषा"]);
         // The Turkic folding of dotted capital I, so that `istanbul` finds `İstanbul`.
         assert_eq!(toks("İstanbul İZMİR"), ["istanbul", "izmir"]);
+        // Fullwidth digits and letters are their ASCII forms, case boundaries included.
+        assert_eq!(toks("１２ Ｗｅａｔｈｅｒ"), ["12", "weather"]);
+        assert_eq!(
+            toks("ｇｅｔＷｅａｔｈｅｒ"),
+            ["get", "weather", "getweather"]
+        );
     }
 
     #[test]
