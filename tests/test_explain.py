@@ -52,6 +52,28 @@ async def test_explain_names_words_fields_and_shares_in_ranked_order() -> None:
     assert capability.explain(query, [('browser', 'no_such_tool')])[0].matches == ()
 
 
+async def test_explain_follows_the_searched_group() -> None:
+    """A search restricted to a group where the query's words find nothing lets its numbers find; `explain` with
+    the same `group` scores the found tool as that search did, and without it as an unrestricted search would."""
+    arcade, board = FunctionToolset(), FunctionToolset()
+    arcade.add_function(lambda: '', name='tiles', description='Slide tiles up to 2048.')
+    board.add_function(lambda: '', name='chess', description='Play chess.')
+    capability = ToolProxyCapability(
+        groups={
+            'arcade': ToolProxyGroup(source=arcade, description='Arcade games'),
+            'board': ToolProxyGroup(source=board, description='Board games'),
+        }
+    )
+    query = {'query': 'chess 2048', 'group': 'arcade'}
+    result = await Agent(Script([[(SEARCH, query)]]).model, capabilities=[capability]).run('go')
+    page = page_of(returns(result.all_messages())[0])
+    assert [(e['group'], e['tool']) for e in page['tools']] == [('arcade', 'tiles')]
+    [within] = capability.explain('chess 2048', [('arcade', 'tiles')], group='arcade')
+    assert within.score > 0 and [m.token for m in within.matches] == ['2048']
+    [everywhere] = capability.explain('chess 2048', [('arcade', 'tiles')])
+    assert everywhere.score == 0 and everywhere.matches == ()
+
+
 def test_cli_search_explain() -> None:
     env = {**os.environ, 'PYTHONPATH': str(ROOT / 'tests')}
     base = [

@@ -203,7 +203,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
 
         Explains the search index as the last search of this proxy left it (a search syncs the index to its step's
         tools), so search first, e.g. with `toolproxy search --explain`, which runs one through a real agent step.
-        `group` restricts nothing here; it is accepted so a call can mirror the search it explains.
+        `group`: the group the explained search was restricted to, if any. It restricts nothing here (a tool of
+        another group is explained as if selected), but the score follows that search's rule: when the query's
+        other words find nothing in the group, its function words and numbers find by themselves.
 
         ```python
         from pydantic_ai import Agent
@@ -233,12 +235,12 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             One `SearchExplanation` per pair, in order; a pair the index does not hold (no search yet, or not a
             member of the searched step) explains as a score of 0 with no matches.
         """
-        del group
+        groups = None if group is None else [group]
         cache = self._runtime.search_index
         out: list[SearchExplanation] = []
         with cache.lock:
             for group_name, tool in tools:
-                raw = cache.index.explain(query, None, canonical_name(group_name, tool))
+                raw = cache.index.explain(query, groups, canonical_name(group_name, tool))
                 if raw is None:
                     out.append(SearchExplanation(group_name, tool, False, 0.0, 1.0, ()))
                     continue

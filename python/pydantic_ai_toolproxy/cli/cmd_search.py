@@ -82,7 +82,7 @@ async def run_search(
         return 1
     text = part.model_response_str()
     page = json.loads(text)
-    why = capability.explain(query, [(e['group'], e['tool']) for e in page['tools']]) if explain else []
+    why = capability.explain(query, [(e['group'], e['tool']) for e in page['tools']], group=group) if explain else []
     if out.as_json:
         if explain:
             out.json({'page': page, 'explain': [asdict(w) for w in why]})
