@@ -184,7 +184,9 @@ class SearchIndex:
         ``"parameter text"`` or ``"group description"``; ``via_stem`` is true when another word of the token's
         stem matched; ``gain`` is the token's BM25F gain in that field (its weight applied). ``score`` is
         ``sum(gains) * coordination``, the score the record is ranked by; an ``exact`` name match ranks above
-        every other match whatever its score.
+        every other match whatever its score. ``groups`` is the selection of the search being explained: a
+        record outside it is explained as if selected, but, as in ``search``, when the query's other words find
+        nothing selected, its function words and numbers score by themselves.
         """
 
     def search(self, query: str, groups: list[str] | None, offset: int, limit: int) -> tuple[int, list[str]]:
@@ -196,8 +198,10 @@ class SearchIndex:
         byte order. Otherwise only records matching at least one query token (or the exact name)
         count towards ``total``, ranked as described on the class; a word longer than 128 bytes is
         no token and matches nothing. Tokens are whole words (``me`` does not match ``comment``), split at camelCase and
-        ``_``/``-`` (the whole identifier stays a token too), case-folded (``ß`` = ``ss``) and in NFC;
-        Chinese, Japanese and Korean text matches by character bigrams.
+        ``_``/``-`` (the whole identifier stays a token too), case-folded (``ß`` = ``ss``, fullwidth digits and
+        letters = ASCII) and in NFC; Chinese, Japanese and Korean text matches by character bigrams. English function
+        words and numbers (``12``, ``2025-01-01``) only order the records the other words find, unless those
+        find nothing selected; a number that is a record's whole tool name (``2048``) finds it.
 
         The GIL is released while ranking. Raises ``ValueError`` for a negative ``offset`` or
         ``limit``.
