@@ -40,6 +40,15 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
 }
 
+/// `text` case-folded as every token is (see `push_lowercase`: Unicode lower case, full case
+/// foldings such as `ß` -> `ss`, fullwidth letters and digits -> ASCII, NFC), whole: what
+/// exact-name matching compares.
+pub fn fold(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_lowercase(&mut out, text);
+    out
+}
+
 /// Calls `emit` with each token of `text`, in order, duplicates included.
 pub fn for_each_token(text: &str, mut emit: impl FnMut(&str)) {
     SCRATCH.with(|cell| match cell.try_borrow_mut() {

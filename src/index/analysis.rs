@@ -9,7 +9,7 @@ use super::storage::Group;
 use super::{FoldHashMap, FoldHashSet, SearchIndex};
 use crate::names::CANONICAL_SEPARATOR;
 use crate::terms::{is_number, is_optional_word};
-use crate::tokenize::for_each_token;
+use crate::tokenize::{fold, for_each_token};
 
 /// Query weight of an English function word or a number ([`is_optional_word`]), relative to
 /// other tokens.
@@ -63,8 +63,13 @@ pub(super) fn nothing_to_find(query: &str) -> bool {
 impl SearchIndex {
     /// The query's distinct tokens, resolved against the term dictionary, in query order:
     /// English function words and numbers are optional (they score only what the other tokens
-    /// find) unless no other token can find a document.
-    pub(super) fn query_tokens(&self, query: &str) -> Vec<QueryToken<'_>> {
+    /// find) unless no other token can find a document; a number that is the whole tool name of a
+    /// document `allowed` selects is not.
+    pub(super) fn query_tokens(
+        &self,
+        query: &str,
+        allowed: Option<&[bool]>,
+    ) -> Vec<QueryToken<'_>> {
         // The query's tokens in order (repeats included), then each distinct one.
         let mut sequence: Vec<String> = Vec::new();
         for_each_token(query, |token| sequence.push(token.to_owned()));
@@ -97,7 +102,7 @@ impl SearchIndex {
             let term = self.terms.get(token);
             // A number that is a tool's whole name (`2048`) names that tool, not an argument.
             let optional =
-                is_optional_word(token) && !(is_number(token) && self.is_tool_name(token));
+                is_optional_word(token) && !(is_number(token) && self.is_tool_name(token, allowed));
             let extra = compounds.get(token.as_str()).map_or(&[][..], Vec::as_slice);
             tokens.push(QueryToken {
                 text: Box::from(token.as_str()),
@@ -120,14 +125,35 @@ impl SearchIndex {
         tokens
     }
 
-    /// Whether `token` (folded, as the tokenizer emits it) is the whole tool name of a live document.
-    fn is_tool_name(&self, token: &str) -> bool {
-        self.by_tool_folded.get(token).any(|doc| {
-            self.alive[doc as usize] && {
-                let tool = self.docs[doc as usize].name.tool();
-                tool.eq_ignore_ascii_case(token) || tool.to_lowercase() == token
+    /// Whether the tool name of `doc`, case-folded ([`fold`]), is `folded`.
+    fn names_tool(&self, doc: u32, folded: &str) -> bool {
+        let tool = self.docs[doc as usize].name.tool();
+        tool.eq_ignore_ascii_case(folded) || (!tool.is_ascii() && fold(tool) == folded)
+    }
+
+    /// Whether `token` (as the tokenizer emits it) is the whole tool name of a live, selected
+    /// document: the name case-folded, with `-` as the tokenizer's `_` (`2025-01-01` is the token
+    /// `2025_01_01`).
+    fn is_tool_name(&self, token: &str, allowed: Option<&[bool]>) -> bool {
+        let dashed = token.contains('_').then(|| token.replace('_', "-"));
+        let candidates = self.by_tool_folded.get(token).chain(
+            dashed
+                .iter()
+                .flat_map(|dashed| self.by_tool_folded.get(dashed)),
+        );
+        let mut found = false;
+        for doc in candidates {
+            let index = doc as usize;
+            let selected = allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize]);
+            if self.alive[index]
+                && selected
+                && fold(self.docs[index].name.tool()).replace('-', "_") == token
+            {
+                found = true;
+                break;
             }
-        })
+        }
+        found
     }
 
     /// The stem class of `token` (see [`crate::terms::Dictionary::stem_class`]), joined with the stem classes
@@ -198,12 +224,9 @@ impl SearchIndex {
             self.alive[index]
                 && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
         };
-        let folded = query.trim().to_lowercase();
+        let folded = fold(query.trim());
         // Documents by name hash, checked against the documents' own (folded) tool names.
-        let named = |doc: &u32, folded: &str| {
-            let tool = self.docs[*doc as usize].name.tool();
-            tool.eq_ignore_ascii_case(folded) || (!tool.is_ascii() && tool.to_lowercase() == folded)
-        };
+        let named = |doc: &u32, folded: &str| self.names_tool(*doc, folded);
         let mut exact: Vec<u32> = self
             .by_tool_folded
             .get(&folded)
@@ -212,8 +235,7 @@ impl SearchIndex {
         if let Some((group, tool)) = folded.split_once(CANONICAL_SEPARATOR) {
             let in_group = |doc: &u32| {
                 let name = &self.groups[self.doc_group[*doc as usize] as usize].name;
-                name.eq_ignore_ascii_case(group)
-                    || (!name.is_ascii() && name.to_lowercase() == group)
+                name.eq_ignore_ascii_case(group) || (!name.is_ascii() && fold(name) == group)
             };
             let docs = self.by_tool_folded.get(tool);
             exact.extend(docs.filter(|doc| named(doc, tool) && in_group(doc)));

@@ -67,14 +67,17 @@ impl SearchIndex {
         let doc = self.doc_of(key)?;
         let allowed = self.allowed_groups(groups);
         let scorer = Scorer::new(self, allowed.as_deref());
-        let mut tokens = self.query_tokens(query);
-        // As `search` decides: optional tokens find by themselves when the others find nothing
-        // selected (the selection as given, even when `key` is outside it).
+        // Tokens as `search` decides them over the selection as given, even when `key` is outside
+        // it (a selection of no group, which no search finds anything in, counts as every group):
+        // optional tokens find by themselves when the others find nothing selected.
+        let decide = allowed
+            .as_deref()
+            .filter(|selected| selected.iter().any(|&group| group));
+        let mut tokens = self.query_tokens(query, decide);
         if tokens.iter().any(|token| token.optional) {
-            let selected = self.exact_matches(query, allowed.as_deref());
+            let selected = self.exact_matches(query, decide);
             let gains = self.group_gains(query);
-            let (total, _) =
-                self.score_query(&tokens, &selected, allowed.as_deref(), 1, true, &gains);
+            let (total, _) = self.score_query(&tokens, &selected, decide, 1, true, &gains);
             if total == 0 {
                 analysis::require_all(&mut tokens);
             }
@@ -268,7 +271,7 @@ mod tests {
             "read_file",
             "fill in a form in the browser",
         ] {
-            let tokens = index.query_tokens(query);
+            let tokens = index.query_tokens(query, None);
             let exact = index.exact_matches(query, None);
             let gains = index.group_gains(query);
             let (_, ranked) = index.score_query(&tokens, &exact, None, usize::MAX, false, &gains);

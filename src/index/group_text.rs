@@ -154,9 +154,9 @@ impl SearchIndex {
             },
             |id| self.groups[id as usize].members.len(),
             |token| {
-                self.terms
-                    .get(token)
-                    .map_or(0, |term| self.postings[term as usize].as_slice().len())
+                self.terms.get(token).map_or(0, |term| {
+                    self.live_df(self.postings[term as usize].as_slice())
+                })
             },
             self.live,
             found,

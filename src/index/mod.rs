@@ -173,8 +173,8 @@ impl SearchIndex {
         prune: bool,
     ) -> (usize, Vec<Arc<str>>) {
         let allowed = self.allowed_groups(groups);
-        let mut tokens = self.query_tokens(query);
         let allowed = allowed.as_deref();
+        let mut tokens = self.query_tokens(query, allowed);
         let exact = self.exact_matches(query, allowed);
         // Browsing is for a query with nothing to look for (empty, spaces, punctuation). A word
         // whose tokens were all dropped (each over `MAX_TOKEN_BYTES`) matches nothing instead,
@@ -572,6 +572,82 @@ pub(super) mod tests {
                 "{query}"
             );
         }
+    }
+
+    #[test]
+    fn fullwidth_and_dashed_names_match_as_their_tokens_do() {
+        let mut index = SearchIndex::new();
+        index.upsert(vec![
+            record("a", "weather", "Nothing."),
+            record("b", "forecast", "Weather weather weather report."),
+            record("games", "１２", "Slide numbered tiles."),
+            record("games", "chess", "Play chess."),
+            record("cal", "2025-01-01", "New year."),
+        ]);
+        // The exact-name rule folds as tokens do: fullwidth letters are their ASCII forms.
+        for query in ["weather", "ＷＥＡＴＨＥＲ", "ａ__ｗｅａｔｈｅｒ"] {
+            assert_eq!(
+                search(&index, query, None, 0, 1).1,
+                ["a__weather"],
+                "{query}"
+            );
+        }
+        assert!(index.explain("12", None, "games__１２").unwrap().exact);
+        // A number is the name of `１２` and of `2025-01-01` (the token `2025_01_01`).
+        assert_eq!(search(&index, "play 12", None, 0, 10).1[0], "games__１２");
+        assert_eq!(
+            search(&index, "play 2025-01-01", None, 0, 10).1[0],
+            "cal__2025-01-01"
+        );
+    }
+
+    #[test]
+    fn only_a_selected_tool_makes_a_number_its_name() {
+        let mut index = SearchIndex::new();
+        index.upsert(vec![
+            record("arcade", "tiles", "Slide tiles up to 2048."),
+            record(
+                "arcade",
+                "scores",
+                "High scores table, at most 2048 entries.",
+            ),
+            record("arcade", "tetris", "Tetris tiles game."),
+        ]);
+        let arcade = Some(&["arcade"][..]);
+        let before = search(&index, "tiles 2048", arcade, 0, 10);
+        assert_eq!(before.0, 2);
+        index.upsert(vec![record("other", "2048", "The game.")]);
+        assert_eq!(search(&index, "tiles 2048", arcade, 0, 10), before);
+        // An explanation over a selection of no group decides as over every group.
+        let none = index.explain("tiles 2048", None, "arcade__scores").unwrap();
+        let empty = index
+            .explain("tiles 2048", Some(&[]), "arcade__scores")
+            .unwrap();
+        assert!((none.score - empty.score).abs() < f32::EPSILON);
+    }
+
+    #[test]
+    fn group_descriptions_score_the_same_after_removals() {
+        let build = |edited: bool| {
+            let mut index = SearchIndex::new();
+            index.set_group_description("web", "Browser automation");
+            let words: Vec<String> = (0..10).map(|i| format!("w{i}")).collect();
+            let mut records = vec![
+                record("web", "click", "Click"),
+                record("fs", "cache", &format!("browser {}", words.join(" "))),
+            ];
+            records.extend((0..10).map(|i| record("fs", &format!("x{i}"), "y")));
+            index.upsert(records);
+            if edited {
+                index.upsert(vec![record("tmp", "old", "browser")]);
+                index.remove(["tmp__old"]);
+            }
+            index
+        };
+        assert_eq!(
+            search(&build(true), "browser", None, 0, 10),
+            search(&build(false), "browser", None, 0, 10)
+        );
     }
 
     #[test]

@@ -136,16 +136,9 @@ impl<'i> Scorer<'i> {
         self.index.postings[term as usize].as_slice()
     }
 
-    /// Number of live documents in `postings`.
+    /// Number of live documents in `postings` ([`SearchIndex::live_df`]).
     pub(super) fn live_df(&self, postings: &[Posting]) -> usize {
-        if self.index.dead == 0 {
-            postings.len()
-        } else {
-            postings
-                .iter()
-                .filter(|posting| self.index.alive[posting.doc as usize])
-                .count()
-        }
+        self.index.live_df(postings)
     }
 
     /// `token` with its upper bound: a stem class holds at least as many documents as its
@@ -371,4 +364,19 @@ impl Scorer<'_> {
 /// Final score from the two accumulators of a document.
 pub(super) fn combined(content: [f32; 2], optional: [f32; 2]) -> (f32, f32) {
     (content[0] + optional[0], content[1] + optional[1])
+}
+
+impl SearchIndex {
+    /// Number of live documents in `postings`: a removed document stays in its lists until the
+    /// index is compacted.
+    pub(super) fn live_df(&self, postings: &[Posting]) -> usize {
+        if self.dead == 0 {
+            postings.len()
+        } else {
+            postings
+                .iter()
+                .filter(|posting| self.alive[posting.doc as usize])
+                .count()
+        }
+    }
 }

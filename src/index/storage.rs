@@ -88,13 +88,14 @@ impl Members {
     }
 }
 
-/// `tool` lower-cased (as exact-name matching compares it), without a copy when it already is.
-fn folded(tool: &str) -> Cow<'_, str> {
+/// `tool` case-folded (as exact-name matching compares it, [`crate::tokenize::fold`]), without a
+/// copy when it already is.
+pub(super) fn folded(tool: &str) -> Cow<'_, str> {
     if tool
         .bytes()
         .any(|b| !b.is_ascii() || b.is_ascii_uppercase())
     {
-        Cow::Owned(tool.to_lowercase())
+        Cow::Owned(crate::tokenize::fold(tool))
     } else {
         Cow::Borrowed(tool)
     }
