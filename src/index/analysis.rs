@@ -141,19 +141,13 @@ impl SearchIndex {
                 .iter()
                 .flat_map(|dashed| self.by_tool_folded.get(dashed)),
         );
-        let mut found = false;
-        for doc in candidates {
+        let mut candidates = candidates;
+        candidates.any(|doc| {
             let index = doc as usize;
-            let selected = allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize]);
-            if self.alive[index]
-                && selected
+            self.alive[index]
+                && allowed.is_none_or(|allowed| allowed[self.doc_group[index] as usize])
                 && fold(self.docs[index].name.tool()).replace('-', "_") == token
-            {
-                found = true;
-                break;
-            }
-        }
-        found
+        })
     }
 
     /// The stem class of `token` (see [`crate::terms::Dictionary::stem_class`]), joined with the stem classes

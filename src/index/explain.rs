@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::analysis::{self, QueryToken};
+use super::analysis::QueryToken;
 use super::bm25f::{
     coordination, DESCRIPTION, FIELDS, GROUP, NAME, PARAMETER_NAMES, PARAMETER_TEXT,
 };
@@ -77,10 +77,7 @@ impl SearchIndex {
         if tokens.iter().any(|token| token.optional) {
             let selected = self.exact_matches(query, decide);
             let gains = self.group_gains(query);
-            let (total, _) = self.score_query(&tokens, &selected, decide, 1, true, &gains);
-            if total == 0 {
-                analysis::require_all(&mut tokens);
-            }
+            self.score_deciding(&mut tokens, &selected, decide, 1, true, &gains);
         }
         let exact = self.exact_matches(query, None).contains(&doc);
         let mut matches = Vec::new();

@@ -184,18 +184,34 @@ impl SearchIndex {
         }
         let keep = offset.saturating_add(limit);
         let group_gains = self.group_gains(query);
-        let (mut total, mut best) =
-            self.score_query(&tokens, &exact, allowed, keep, prune, &group_gains);
-        // Nothing selected matches the content tokens: the function words and numbers find.
-        if total == 0 && analysis::require_all(&mut tokens) {
-            (total, best) = self.score_query(&tokens, &exact, allowed, keep, prune, &group_gains);
-        }
+        let (total, best) =
+            self.score_deciding(&mut tokens, &exact, allowed, keep, prune, &group_gains);
         let keys = best
             .iter()
             .skip(offset)
             .map(|scored| Arc::from(self.docs[scored.doc as usize].name.key()))
             .collect();
         (total, keys)
+    }
+
+    /// [`Self::score_query`], and the one rule for optional tokens that `search` and `explain`
+    /// share: when nothing `allowed` selects matches the content tokens, the function words and
+    /// numbers become required ([`analysis::require_all`], left so in `tokens`) and the query is
+    /// scored again.
+    fn score_deciding(
+        &self,
+        tokens: &mut [analysis::QueryToken<'_>],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        keep: usize,
+        prune: bool,
+        group_gains: &[[f32; 2]],
+    ) -> (usize, Vec<collector::ScoredDoc>) {
+        let scored = self.score_query(tokens, exact, allowed, keep, prune, group_gains);
+        if scored.0 == 0 && analysis::require_all(tokens) {
+            return self.score_query(tokens, exact, allowed, keep, prune, group_gains);
+        }
+        scored
     }
 
     /// The selection mask of `groups` by group id (`None`: every group).
