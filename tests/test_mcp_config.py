@@ -223,3 +223,23 @@ def test_file_problems_are_pydantic_ais_with_the_file_named(tmp_path: Path) -> N
     bad.write_text('{"servers": {}}')
     with pytest.raises(ValueError, match=r'(?s)bad\.json.*mcpServers.*Field required'):
         ToolProxyCapability.from_mcp_config(bad)
+
+
+async def test_concurrent_runs_share_the_servers_and_each_leaves_the_failing_one_out(tmp_path: Path) -> None:
+    import asyncio
+
+    path = write(tmp_path, {'broken': notes('--fail-startup'), 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    scripts = [
+        Script([[(CALL, {'group': 'notes', 'tool': 'convert_temperature', 'arguments': arguments})], 'done'])
+        for arguments in (
+            {'value': 0, 'from_unit': 'celsius', 'to_unit': 'kelvin'},
+            {'value': 32, 'from_unit': 'fahrenheit', 'to_unit': 'celsius'},
+        )
+    ]
+    results = await asyncio.gather(*(Agent(s.model, capabilities=[proxy]).run('x') for s in scripts))
+    assert [last_return(r.all_messages(), CALL).content for r in results] == [273.15, 0.0]
+    assert [group_enum(s) for s in scripts] == [['notes'], ['notes']]
+    # Both runs ended: the notes server's MCPToolset is closed again (entered and exited in pairs).
+    notes_toolset = proxy.groups['notes'].source.wrapped  # type: ignore[union-attr]
+    assert not notes_toolset.is_running
