@@ -107,7 +107,8 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     server: str = ''
     start_error: Exception | None = field(default=None, init=False, repr=False, compare=False)
-    _entered: bool = field(default=False, init=False, repr=False, compare=False)
+    _entered: int = field(default=0, init=False, repr=False, compare=False)
+    """Entries of this copy that started the server and are not exited yet (entries nest, exits come in reverse)."""
 
     @property
     def id(self) -> str | None:
@@ -134,13 +135,13 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             )
         else:
             self.start_error = None
-            self._entered = True
+            self._entered += 1
         return self
 
     async def __aexit__(self, *args: Any) -> bool | None:
-        if not self._entered:
+        if self._entered == 0:  # this entry failed to start the server: nothing to close
             return None
-        self._entered = False
+        self._entered -= 1
         return await self.wrapped.__aexit__(*args)
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
