@@ -82,10 +82,10 @@ BAD_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 
 async def _first_reply(name: str, args: dict[str, Any]) -> str:
     script = Script([[(name, args)]])
-    result = await Agent(script.model, capabilities=[_tools()]).run('go')
+    await Agent(script.model, capabilities=[_tools()]).run('go')
     replies = [
         p
-        for m in result.all_messages()
+        for m in script.seen[-1]  # what the model received (the run's history keeps Pydantic AI's own texts)
         if isinstance(m, ModelRequest)
         for p in m.parts
         if isinstance(p, ToolReturnPart | RetryPromptPart)
