@@ -6,7 +6,9 @@ MCP error) keeps the output from ending the run (Pydantic AI's retry-wins rule).
 control writes itself (an uncertain outcome, an unresolved deferral) is sent as a retry of the envelope in that spot,
 so the output waits until the model has read the failure (docs/reliability.md, "Failures beside a final result").
 Answers a direct tool gives the same way (its own `ModelRetry` or `ToolFailed`, a denial) end the run exactly as
-they do for a direct tool. Under `'early'` no function tool runs beside a successful output, proxied or not.
+they do for a direct tool. Under `'early'` no function tool runs beside a successful output, proxied or not. In
+`run_stream` the streamed output is final before the response's tool calls run, so nothing can hold it: the run
+raises, as it does for a direct tool that raises there.
 
 Every strategy Pydantic AI's `EndStrategy` offers is covered (read from the type, so a new one is covered too), with
 real runs: function tools, inline approval handlers and real stdio MCP server processes (`examples/mcp_server.py`).
@@ -25,7 +27,7 @@ from fastmcp.client.transports import StdioTransport
 from pydantic import BaseModel
 from pydantic_ai import Agent, EndStrategy
 from pydantic_ai.capabilities import HandleDeferredToolCalls
-from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry, ToolFailed
+from pydantic_ai.exceptions import AgentRunError, ApprovalRequired, CallDeferred, ModelRetry, ToolFailed
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -309,3 +311,53 @@ async def test_a_native_answer_ends_the_run_as_for_a_direct_tool(kind: str, stra
     assert proxied == direct
     # A declared approval beside a final result is skipped natively; the proxy asks the handler, which denies.
     assert ran_direct == RAN
+
+
+# --- run_stream: the streamed output is final before the response's tool calls run
+
+
+def _stream_script(call: ToolCallPart, order: str) -> FunctionModel:
+    import json
+
+    from pydantic_ai.models.function import DeltaToolCall
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        proxied = {0: DeltaToolCall(call.tool_name, json.dumps(call.args), tool_call_id=call.tool_call_id)}
+        claim = {1: DeltaToolCall('final_result', json.dumps({'ok': True}), tool_call_id='claim')}
+        for delta in (proxied, claim) if order == 'call-first' else (claim, proxied):
+            yield delta
+
+    return FunctionModel(stream_function=stream)
+
+
+STREAMED: dict[str, tuple[Callable[[], FunctionToolset[Any]], type[BaseException], str]] = {
+    'target raises': (raising, RuntimeError, 'card processor exploded'),
+    'target times out': (timing_out, AgentRunError, 'did not complete'),
+    'CallDeferred from the body': (deferring_after_work, AgentRunError, 'Its work may have started'),
+}
+
+
+@pytest.mark.parametrize('order', ORDERS)
+@pytest.mark.parametrize('strategy', [s for s in STRATEGIES if s != 'early'])
+@pytest.mark.parametrize('kind', list(STREAMED))
+async def test_run_stream_raises_instead_of_returning_the_committed_output(
+    kind: str, strategy: str, order: str
+) -> None:
+    """No retry can hold an output `run_stream` has already committed, so the run raises, as a direct tool's
+    exception raises there: the target's own exception, else `AgentRunError` with the failure's text."""
+    make, raised, words = STREAMED[kind]
+    proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=make(), description='G')})
+    model = _stream_script(_proxied('g', 'charge', {'amount': 5}), order)
+    agent = Agent(model, output_type=Answer, end_strategy=strategy, capabilities=[proxy])  # type: ignore[call-overload]
+    with pytest.raises(raised, match=words):
+        async with agent.run_stream('go') as streamed:
+            await streamed.get_output()
+
+
+@pytest.mark.parametrize('strategy', [s for s in STRATEGIES if s != 'early'])
+async def test_run_stream_with_a_direct_tool_that_raises_raises_too(strategy: str) -> None:
+    model = _stream_script(ToolCallPart('charge', {'amount': 5}, tool_call_id='d'), 'call-first')
+    agent = Agent(model, output_type=Answer, end_strategy=strategy, toolsets=[raising()])  # type: ignore[call-overload]
+    with pytest.raises(RuntimeError, match='card processor exploded'):
+        async with agent.run_stream('go') as streamed:
+            await streamed.get_output()

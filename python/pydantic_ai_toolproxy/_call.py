@@ -362,36 +362,49 @@ def _interrupted_by(error: BaseException) -> BaseException | None:
     return None
 
 
-def _response_calls_output(ctx: RunContext[Any]) -> bool:
+def _response_calls_output(ctx: RunContext[Any]) -> bool | None:
     """Whether the latest model response, the one holding this envelope's call, also calls an output tool (e.g.
-    `final_result` of `output_type=SomeModel`): a result that would end the run in the same step."""
+    `final_result` of `output_type=SomeModel`): a result that would end the run in the same step.
+
+    None when that response is not in the run's messages yet: `Agent.run_stream` runs a response's tool calls after
+    it has committed the streamed output, before the response joins the history (the only path seen to do so).
+    """
     manager = ctx.tool_manager
     if manager is None:  # pragma: no cover - controls only run inside a step
         return False
-    for message in reversed(ctx.messages):
-        if isinstance(message, ModelResponse):
-            for part in message.parts:
-                if isinstance(part, ToolCallPart) and part.tool_call_id != ctx.tool_call_id:
-                    tool_def = manager.get_tool_def(part.tool_name)
-                    if tool_def is not None and tool_def.kind == 'output':
-                        return True
-            return False
+    if not ctx.messages or not isinstance(ctx.messages[-1], ModelResponse):
+        return None  # the latest message is a request: the response being run is not in the history
+    for part in ctx.messages[-1].parts:
+        # A nested dispatch (the envelope's call is not the model's own) finds no output call here either.
+        if isinstance(part, ToolCallPart) and part.tool_call_id != ctx.tool_call_id:
+            tool_def = manager.get_tool_def(part.tool_name)
+            if tool_def is not None and tool_def.kind == 'output':
+                return True
     return False
 
 
-def proxy_failure(ctx: RunContext[Any], member: Member, message: str) -> ToolFailed | ToolRetryError:
+def proxy_failure(
+    ctx: RunContext[Any], member: Member, message: str, error: BaseException | None = None
+) -> BaseException:
     """The error a failure the call control writes itself (an uncertain outcome, an unresolved deferral) is raised as.
 
     A `ToolFailed` (the envelope's result has `outcome='failed'`, the run continues), unless the same model response
     also calls an output tool: then a retry of the envelope with the same text, charged to the target's retry budget,
     so that Pydantic AI's retry-wins rule keeps that output from ending the run until the model has read the
     failure ("no silent success"). A direct tool in that spot would have raised out of the run (an unexpected
-    exception) or retried (a timeout, an MCP error); a plain `ToolFailed` would let the output win.
+    exception) or retried (a timeout, an MCP error); a plain `ToolFailed` would let the output win. When the output
+    is already committed (`Agent.run_stream`: no retry can hold it), the run raises instead: `error` itself when the
+    target raised it (as a direct tool's exception ends the run), else `AgentRunError` with the failure's text.
 
     Raises:
         UnexpectedModelBehavior: the target has used up its retry budget (as a direct tool's retries would).
     """
-    if _response_calls_output(ctx):
+    beside_output = _response_calls_output(ctx)
+    if beside_output is None:
+        if error is not None:
+            return error
+        return AgentRunError(f'{message} (The streamed output was already final, so the run ends here.)')
+    if beside_output:
         return charged_retry(ctx, member.canonical, member.tool.max_retries, message)
     return ToolFailed(bounded(message))
 
@@ -429,6 +442,8 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
             failure (uncertain outcome).
         UsageLimitExceeded: the target would exceed `UsageLimits.tool_calls_limit` (the target does not run).
         UnexpectedModelBehavior: the target's retry budget is used up.
+        AgentRunError, or the target's own exception: a failure the call control writes itself, once the output is
+            already committed (`Agent.run_stream`), see `proxy_failure`.
     """
     directory = runtime.directory(ctx)
     try:
@@ -463,7 +478,10 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
     except (AgentRunError, UserError, ModelRetry, ToolFailed):
         raise
     except Exception as e:
-        raise proxy_failure(ctx, member, _uncertain(member, 'failed unexpectedly', e)) from e
+        failure = proxy_failure(ctx, member, _uncertain(member, 'failed unexpectedly', e), e)
+        if failure is e:
+            raise
+        raise failure from e
     finally:
         member_entry.reset(entry_token)
         dispatching.reset(token)
