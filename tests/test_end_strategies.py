@@ -276,10 +276,17 @@ def _denier() -> HandleDeferredToolCalls[Any]:
     return HandleDeferredToolCalls(handler=deny)
 
 
-NATIVE: dict[str, tuple[Callable[[], FunctionToolset[Any]], tuple[Any, ...]]] = {
-    'target ModelRetry': (retrying, ()),
-    'target ToolFailed': (failing, ()),
-    'denied by the approval handler': (needing_approval, (_denier(),)),
+NATIVE: dict[str, tuple[Callable[[], AbstractToolset[Any]], str, dict[str, Any], tuple[Any, ...]]] = {
+    'target ModelRetry': (retrying, 'charge', {'amount': 5}, ()),
+    'target ToolFailed': (failing, 'charge', {'amount': 5}, ()),
+    'denied by the approval handler': (needing_approval, 'charge', {'amount': 5}, (_denier(),)),
+    "MCP tool error, tool_error_behavior='retry'": (notes_server, 'fail', {'message': 'database down'}, ()),
+    "MCP tool error, tool_error_behavior='failed'": (
+        lambda: notes_server(tool_error_behavior='failed'),
+        'fail',
+        {'message': 'database down'},
+        (),
+    ),
 }
 
 
@@ -291,23 +298,13 @@ def _shape(output: Answer | BaseException, seen: list[list[ModelMessage]]) -> tu
 @pytest.mark.parametrize('strategy', STRATEGIES)
 @pytest.mark.parametrize('kind', list(NATIVE))
 async def test_a_native_answer_ends_the_run_as_for_a_direct_tool(kind: str, strategy: str, order: str) -> None:
-    make, extra = NATIVE[kind]
+    make, tool, arguments, extra = NATIVE[kind]
     RAN.clear()
-    direct = _shape(
-        *await _run(
-            make(),
-            ToolCallPart('charge', {'amount': 5}, tool_call_id='proxied'),
-            strategy,
-            order,
-            proxied=False,
-            extra=extra,
-        )
-    )
+    direct_call = ToolCallPart(tool, arguments, tool_call_id='proxied')
+    direct = _shape(*await _run(make(), direct_call, strategy, order, proxied=False, extra=extra))
     ran_direct = list(RAN)
     RAN.clear()
-    proxied = _shape(
-        *await _run(make(), _proxied('g', 'charge', {'amount': 5}), strategy, order, proxied=True, extra=extra)
-    )
+    proxied = _shape(*await _run(make(), _proxied('g', tool, arguments), strategy, order, proxied=True, extra=extra))
     assert proxied == direct
     # A declared approval beside a final result is skipped natively; the proxy asks the handler, which denies.
     assert ran_direct == RAN
