@@ -8,6 +8,7 @@ tools instead of filling every request).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
 from typing import Any, Literal, Protocol, TypeVar
@@ -28,8 +29,10 @@ from ._same import same_value
 __all__ = (
     'GroupMemberToolset',
     'GroupSourceCapability',
+    'MemberEntry',
     'SurfaceOwner',
     'Unsupported',
+    'member_entry',
     'unsupported_member',
     'unsupported_member_reason',
 )
@@ -232,6 +235,28 @@ def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
     return found.text if found is not None else None
 
 
+@dataclass
+class MemberEntry:
+    """Whether the member the call control is dispatching reached its source (`GroupMemberToolset.call_tool`).
+
+    The call control sets one per dispatch (`member_entry`); a deferral raised once `entered` is True came from the
+    source's `call_tool` (the tool's body, or a wrapper toolset inside the source), so its work may have started. One
+    raised before (the tool's kind or `requires_approval`, a `prepare` decision, a validate or execute hook of a
+    capability) was declared before anything ran.
+
+    Attributes:
+        canonical: The canonical name being dispatched.
+        entered: Set once the member's source was called for it.
+    """
+
+    canonical: str
+    entered: bool = False
+
+
+member_entry: ContextVar[MemberEntry | None] = ContextVar('pydantic_ai_toolproxy.member_entry', default=None)
+"""The call control's `MemberEntry` for the dispatch running in the current task, else None."""
+
+
 class SurfaceOwner(Protocol):
     """What a member needs of the proxy surface that owns it: the owner is also the identity token by which the
     controls tell their own members from other tools (`_runtime.ProxyRuntime` is the implementation)."""
@@ -352,6 +377,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
+        entry = member_entry.get()
+        if entry is not None and entry.canonical == name:
+            entry.entered = True
         local = local_name(name, self.group)
         ctx = replace(ctx, tool_name=local)
         source = interop_for(ctx).source_tool(tool)
