@@ -225,7 +225,7 @@ def notes_server(**kwargs: Any) -> MCPToolset[Any]:
 
 MCP_FAILURES: dict[str, tuple[dict[str, Any], str, dict[str, Any], str]] = {
     'server exits mid-call': ({}, 'crash_server', {}, 'did not complete'),
-    'server never answers (read_timeout)': ({'read_timeout': 1.0}, 'never_answer', {}, 'did not complete'),
+    'server never answers (read_timeout)': ({'read_timeout': 4.0}, 'never_answer', {}, 'did not complete'),
     "tool error, tool_error_behavior='error'": (
         {'tool_error_behavior': 'error'},
         'fail',
