@@ -25,20 +25,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 from pydantic_ai.tools import AgentDepsT, RunContext
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
-from .config import ToolProxyConfig
 from .group import ToolProxyGroup
 
-if TYPE_CHECKING:
-    from .capability import ToolProxyCapability
-
-__all__ = ('MCPServerToolset', 'default_description', 'from_mcp_config', 'group_id', 'mcp_groups')
+__all__ = ('MCPServerToolset', 'default_description', 'group_id', 'mcp_groups')
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
@@ -214,15 +210,3 @@ def mcp_groups(
         description = (descriptions or {}).get(server, default_description(server))
         groups[gid] = ToolProxyGroup(source=MCPServerToolset(toolset, server=server), description=description)
     return groups
-
-
-def from_mcp_config(
-    path: str | os.PathLike[str],
-    *,
-    descriptions: Mapping[str, str] | None = None,
-    config: ToolProxyConfig | None = None,
-) -> ToolProxyCapability[Any]:
-    """A `ToolProxyCapability` with one group per server of the `mcpServers` file at `path` (see `mcp_groups`)."""
-    from .capability import ToolProxyCapability
-
-    return ToolProxyCapability(groups=mcp_groups(path, descriptions), config=config)

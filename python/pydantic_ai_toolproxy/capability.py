@@ -183,9 +183,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                 that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
                 no server of the file, or an invalid description (naming the group).
         """
-        from ._mcp_config import from_mcp_config
+        from ._mcp_config import mcp_groups
 
-        return from_mcp_config(path, descriptions=descriptions, config=config)
+        return cls(groups=mcp_groups(path, descriptions), config=config)
 
     @classmethod
     def _placed(
