@@ -170,6 +170,17 @@ async def test_a_server_whose_tool_listing_fails_leaves_the_others_working(
     assert not broken_toolset.is_running  # the failed start was undone
 
 
+async def test_a_run_cancelled_while_a_server_lists_its_tools_stops_the_server(tmp_path: Path) -> None:
+    import asyncio
+
+    path = write(tmp_path, {'silent': hostile('--on-list', 'hang'), 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(Agent(Script(['done']).model, capabilities=[proxy]).run('x'), timeout=2)
+    for group in ('silent', 'notes'):
+        assert not proxy.groups[group].source.wrapped.is_running, group  # type: ignore[union-attr]
+
+
 async def test_a_server_whose_listing_fails_later_is_left_out_of_the_rest_of_the_run(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

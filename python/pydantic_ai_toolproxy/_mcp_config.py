@@ -146,10 +146,12 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             return self
         try:
             await first_listing(self.wrapped)
-        except Exception as exc:
-            await self.wrapped.__aexit__(
-                None, None, None
-            )  # undo the entry: the server is stopped if no one else uses it
+        except BaseException as exc:
+            # Undo the entry (the server stops unless another run uses it), also when the run is being cancelled.
+            with anyio.CancelScope(shield=True):
+                await self.wrapped.__aexit__(None, None, None)
+            if not isinstance(exc, Exception):
+                raise
             self._failed(exc, 'did not start', 'this run')
             return self
         self.start_error = None
