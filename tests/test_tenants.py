@@ -231,3 +231,23 @@ async def test_member_listings_are_kept_per_tenant_and_bounded(monkeypatch: pyte
     await Agent(searching_model(4), deps_type=Tenant, capabilities=[fresh]).run('go', deps=Tenant('x'))
     [fresh_members] = fresh._member_toolsets
     assert len(fresh_members._listings) <= 2
+
+
+async def test_a_run_keeps_up_only_the_index_it_searched_last() -> None:
+    catalogues = {t: catalogue(t) for t in ['a', 'b']}
+
+    def listing(ctx: RunContext[Tenant]) -> FunctionToolset[Tenant]:
+        # Run 'switch' lists tenant a's tools in its first step and tenant b's from then on.
+        if ctx.deps.name == 'switch':
+            return catalogues['a' if ctx.run_step <= 1 else 'b']
+        return catalogues[ctx.deps.name]
+
+    source = DynamicToolset[Tenant](toolset_func=listing, per_run_step=True)
+    proxy = ToolProxyCapability(groups={'account': ToolProxyGroup(source=source, description='The account tools')})
+    cache = proxy._runtime.search_index
+    await Agent(searching_model(1), deps_type=Tenant, capabilities=[proxy]).run('go', deps=Tenant('b'))
+    # Searches in steps 1 and 2 (tenant a's tools, then b's), then steps that only keep up their index.
+    await Agent(searching_model(2), deps_type=Tenant, capabilities=[proxy]).run('go', deps=Tenant('switch'))
+    assert proxy.index_builds == 2  # b's index, a's index; step 2 found b's, later steps kept b's up unchanged
+    holding_a = [slot for slot in cache.slots if slot.holds('account__a_op_0')]
+    assert len(holding_a) == 1 and len(holding_a[0]) == TOOLS + 1  # a's index was not synced to b's tools
