@@ -18,6 +18,8 @@
 //! * [`explain`]: why a document has its score.
 //! * [`storage`]: upserts, removal, compaction; [`record`], [`record_tokens`], [`schema_text`]:
 //!   what a record holds and how it is read; [`by_hash`], [`doc_name`]: lookups by name.
+//! * [`vectors`]: tool vectors (quantized embeddings) and the nearest documents of a query
+//!   vector; [`fusion`]: the hybrid ranking, the keyword score fused with the cosine.
 //!
 //! Ranking is fully deterministic: exact name matches first, then score descending, then
 //! `(group, tool, key)` in byte order ([`collector`]). Documents that cannot reach the requested
