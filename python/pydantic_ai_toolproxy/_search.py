@@ -184,8 +184,7 @@ async def run_search(
     cache = runtime.search_index
     with cache.lock:
         try:
-            cache.sync(directory)
-            cache.searched_by = ctx.run_id
+            cache.sync(directory, ctx.run_id)
             total, keys = cache.index.search(query, groups, offset, limit)
         except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
             cache.reset()
