@@ -79,17 +79,19 @@ pub(super) fn parse_rows(bytes: &[u8], rows: usize, dimensions: usize) -> crate:
     Ok(values)
 }
 
-/// The codes of `vector` scaled so its largest magnitude is `range`, rounded (all zero for a
-/// zero vector). Normalizing first does not change them (the scale is relative to the maximum),
-/// so the codes are those of the L2-normalized vector.
-fn quantize<T>(vector: &[f32], range: f64, cast: impl Fn(f64) -> T) -> Vec<T> {
-    let largest = vector
-        .iter()
-        .fold(0.0f64, |most, &x| most.max(f64::from(x).abs()));
+/// The codes of `vector` scaled so its largest magnitude is `range`, rounded half away from zero
+/// (all zero for a zero vector). Normalizing first does not change them (the scale is relative to
+/// the maximum), so the codes are those of the L2-normalized vector. `f32` arithmetic and a
+/// truncating conversion: no library call per value, the same result on every machine.
+fn quantize<T>(vector: &[f32], range: f32, cast: impl Fn(i32) -> T) -> Vec<T> {
+    let largest = vector.iter().fold(0.0f32, |most, &x| most.max(x.abs()));
     let scale = if largest > 0.0 { range / largest } else { 0.0 };
     vector
         .iter()
-        .map(|&x| cast((f64::from(x) * scale).round()))
+        .map(|&x| {
+            let scaled = (x * scale).clamp(-range, range);
+            cast((scaled + 0.5f32.copysign(scaled)) as i32)
+        })
         .collect()
 }
 
@@ -105,9 +107,9 @@ fn inverse_norm(codes: impl Iterator<Item = i64>) -> f64 {
 
 /// The query's code range at `dimensions`: the largest `r <= 32767` with
 /// `r * 127 * dimensions < 2^31`, so the `i32` dot product cannot overflow.
-fn query_range(dimensions: usize) -> f64 {
+fn query_range(dimensions: usize) -> f32 {
     let limit = (i32::MAX as usize) / (127 * dimensions.max(1));
-    limit.min(i16::MAX as usize) as f64
+    limit.min(i16::MAX as usize) as f32
 }
 
 /// The exact integer dot product of a query's codes with a tool's (an auto-vectorized loop).
