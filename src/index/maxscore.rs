@@ -596,6 +596,67 @@ impl SearchIndex {
     }
 }
 
+impl SearchIndex {
+    /// The exact scores of `docs` (sorted, selectable) for `tokens` (decided as the keyword run
+    /// left them, see [`SearchIndex::score_deciding`]), in document order: the same sums in the
+    /// same order as [`Self::score_query`] adds them (content tokens in plan order, then the
+    /// optional tokens, scanned ones first, for a document a content token or an exact name
+    /// finds; then the group gain and the coordination factor), so each equals the score that
+    /// ranking gives it, bit for bit (0 for a document the query does not match). Only lookups
+    /// in the posting lists: cheap for a few documents.
+    pub(super) fn score_docs(
+        &self,
+        tokens: &[QueryToken<'_>],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        docs: &[u32],
+        group_gains: &[[f32; 2]],
+    ) -> Vec<ScoredDoc> {
+        let run = |scratch: &mut Scratch| {
+            scratch.fit(self.docs.len());
+            let scorer = Scorer::new(self, allowed);
+            let plan = QueryPlan::new(&scorer, tokens, self.live);
+            for planned in &plan.content {
+                scorer.look_up(planned, true, docs, scratch);
+            }
+            let is_exact = |doc: u32| exact.binary_search(&doc).is_ok();
+            let found: Vec<u32> = docs
+                .iter()
+                .copied()
+                .filter(|&doc| scratch.score[doc as usize][1] != 0.0 || is_exact(doc))
+                .collect();
+            for planned in plan.scanned.iter().chain(&plan.looked_up) {
+                scorer.look_up(planned, false, &found, scratch);
+            }
+            let query_tokens = plan.query_tokens;
+            docs.iter()
+                .map(|&doc| {
+                    let index = doc as usize;
+                    let (score, matched) = combined(
+                        std::mem::take(&mut scratch.score[index]),
+                        std::mem::take(&mut scratch.optional[index]),
+                    );
+                    let [gain, group_matched] = group_gains
+                        .get(self.doc_group[index] as usize)
+                        .copied()
+                        .unwrap_or([0.0; 2]);
+                    let matched = (matched + group_matched).min(query_tokens);
+                    ScoredDoc {
+                        doc,
+                        exact: is_exact(doc),
+                        score: (score + gain) * coordination(matched, query_tokens),
+                        ordinal: self.tie_break_ordinals[index],
+                    }
+                })
+                .collect()
+        };
+        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => run(&mut scratch),
+            Err(_) => run(&mut Scratch::default()),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::tests::record;

@@ -18,6 +18,8 @@
 //! * [`explain`]: why a document has its score.
 //! * [`storage`]: upserts, removal, compaction; [`record`], [`record_tokens`], [`schema_text`]:
 //!   what a record holds and how it is read; [`by_hash`], [`doc_name`]: lookups by name.
+//! * [`vectors`]: tool vectors (quantized embeddings) and the nearest documents of a query
+//!   vector; [`fusion`]: the hybrid ranking, the keyword score fused with the cosine.
 //!
 //! Ranking is fully deterministic: exact name matches first, then score descending, then
 //! `(group, tool, key)` in byte order ([`collector`]). Documents that cannot reach the requested
@@ -31,11 +33,14 @@ use crate::terms::Dictionary;
 mod analysis;
 #[cfg(test)]
 mod bench;
+#[cfg(test)]
+mod bench_hybrid;
 mod bm25f;
 mod by_hash;
 mod collector;
 mod doc_name;
 mod explain;
+mod fusion;
 mod group_text;
 mod maxscore;
 mod postings;
@@ -44,10 +49,12 @@ mod record_tokens;
 mod schema_text;
 mod scorer;
 mod storage;
+mod vectors;
 
 use bm25f::FIELDS;
 use by_hash::DocsByHash;
 pub use explain::{Explanation, TermMatch, GROUP_DESCRIPTION_FIELD};
+pub use fusion::{HybridExplanation, NEAREST_POOL};
 use group_text::GroupTexts;
 use postings::PostingList;
 pub use record::Record;
@@ -57,6 +64,7 @@ pub use schema_text::{
     MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, MAX_SCHEMA_STRING_BYTES,
 };
 use storage::{Doc, Group};
+pub use vectors::MAX_DIMENSIONS;
 
 /// Longest query, in UTF-8 bytes, that the search control accepts from a model (8 KiB: agent
 /// queries are 5-20 words, and a pasted question of a few KB still fits; BFCL's longest is
@@ -109,6 +117,8 @@ pub struct SearchIndex {
     group_ids: BTreeMap<Arc<str>, u32>,
     /// Group descriptions, indexed once per group ([`group_text`]).
     group_texts: GroupTexts,
+    /// Quantized tool vectors of the hybrid ranking ([`vectors`], [`fusion`]).
+    vectors: vectors::Vectors,
 }
 
 impl SearchIndex {
