@@ -12,13 +12,11 @@ from typing import Any
 
 import pytest
 from embedding_fixtures import BagOfWordsModel, DictStore, bag_vector
-from pydantic_ai import Agent
 from pydantic_ai.embeddings import Embedder, TestEmbeddingModel
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
-from pydantic_ai_toolproxy import _vectors
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _vectors
 from pydantic_ai_toolproxy._embedder import ResolvedEmbedder, vector_bytes
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
 from pydantic_ai_toolproxy._vectors import ToolVectors, embed_surface
@@ -178,7 +176,9 @@ async def test_query_vectors_are_cached_bounded(monkeypatch: pytest.MonkeyPatch)
 
 async def test_query_faults_warn_once_until_recovered(caplog: pytest.LogCaptureFixture) -> None:
     model = BagOfWordsModel(query_delay=0.5)
-    vectors = ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None, query_timeout=0.05), {}, threading.Lock())
+    vectors = ToolVectors(
+        ToolProxyConfig(embedder=model, embedding_cache=None, query_timeout=0.05), {}, threading.Lock()
+    )
     with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
         assert await vectors.query_vector('q1') == (None, 'query-timeout')
         assert await vectors.query_vector('q2') == (None, 'query-timeout')

@@ -179,7 +179,6 @@ class ToolVectors:
             if vector is not None:
                 keys.append(key)
                 vectors.append(vector)
-                state.attached[key] = fingerprint
             else:
                 if fingerprint not in self._pending:
                     self._pending[fingerprint] = embedding_text(group, local, description, descriptions.get(group, ''))
@@ -187,11 +186,20 @@ class ToolVectors:
         if stale:
             index.drop_vectors(stale)
         if keys:
-            self._set(index, keys, vectors)
+            self._set(state, keys, vectors)
 
-    def _set(self, index: _core.SearchIndex, keys: list[str], vectors: list[bytes]) -> None:
+    def _set(self, state: _IndexState, keys: list[str], vectors: list[bytes]) -> None:
+        """Attach `vectors` to `keys` of `state.index`; a refusal of the core (ValueError: another dimensionality)
+        is logged once and leaves those keys without a vector, so a search never fails for it."""
         assert self.dimensions is not None
-        index.set_vectors(keys, b''.join(vectors), self.dimensions)
+        try:
+            state.index.set_vectors(keys, b''.join(vectors), self.dimensions)
+        except ValueError as e:
+            self._warn('attach', f'ToolProxy could not attach tool vectors ({e}); those tools rank by keywords.')
+            return
+        wanted = state.wanted
+        for key in keys:
+            state.attached[key] = wanted[key]
 
     def apply(self, found: Mapping[bytes, bytes]) -> int:
         """Vectors `found` (fingerprint -> float32 bytes) became known: keep them and attach them wherever they are
@@ -218,10 +226,10 @@ class ToolVectors:
                 entry = per_index.setdefault(id(state.index), (state, [], []))
                 entry[1].append(key)
                 entry[2].append(vector)
-                state.attached[key] = fingerprint
         for state, keys, vectors in per_index.values():
-            self._set(state.index, keys, vectors)
-            attached += len(keys)
+            before = len(state.attached)
+            self._set(state, keys, vectors)
+            attached += len(state.attached) - before
         return attached
 
     @property
@@ -376,7 +384,15 @@ class ToolVectors:
 
     async def _fill(self) -> None:
         """Get a vector for every pending text: from the store, then the embedder. Errors: logged, retried later."""
-        pending = dict(self._pending)
+        with self.lock:
+            for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
+                waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
+                if waiting:
+                    self._waiting[fingerprint] = waiting
+                else:
+                    self._pending.pop(fingerprint, None)
+                    self._waiting.pop(fingerprint, None)
+            pending = dict(self._pending)
         try:
             found = await self._store_get(list(pending))
             if found:
