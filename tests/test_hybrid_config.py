@@ -3,7 +3,6 @@ cutting, store and query-side faults (no vectors in the index needed: `embed_sur
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from array import array
@@ -205,14 +204,3 @@ async def test_a_broken_store_falls_back_to_memory_with_one_warning(caplog: pyte
     assert counts.embedded == 3 and counts2.cached == 3  # the second pass finds them in memory
     warnings = [r for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
     assert len(warnings) == 1 and 'disk I/O error' in warnings[0].getMessage()
-
-
-def test_embedding_runs_on_the_loop_of_its_search() -> None:
-    """`wait_for_tools` drops a task of a closed loop (each `run_sync`/`asyncio.run` may bring its own)."""
-    model = BagOfWordsModel(delay=0.2)
-    vectors = ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None), {}, threading.Lock())
-    vectors._pending[b'x' * 16] = 'some text'
-    asyncio.run(vectors.wait_for_tools(0))  # starts a task, does not wait; the loop closes with it pending
-    assert vectors._task is not None
-    asyncio.run(vectors.wait_for_tools(5))
-    assert model.documents() == ['some text']

@@ -133,6 +133,25 @@ async def test_slow_first_embedding_ranks_by_keywords_then_by_meaning() -> None:
     assert names(later)[0] == 'weather.get_forecast'
 
 
+def test_embedding_left_pending_by_a_closed_loop_resumes_in_the_next() -> None:
+    """Each `asyncio.run` (or `run_sync` in a fresh thread) brings its own loop: a background embedding cut off when
+    its loop closed is started again by the next search, on that search's loop."""
+    model = BagOfWordsModel(synonyms=SYNONYMS, delay=0.2)
+    capability = proxy(model, embedding_wait=0)
+    [first] = asyncio.run(pages(capability, {'query': UMBRELLA}))  # the loop closes with the embedding pending
+    assert 'weather.get_forecast' not in names(first)
+    assert model.documents() == []
+
+    async def later() -> list[dict[str, Any]]:
+        await pages(capability, {'query': UMBRELLA})  # starts the embedding again, on this loop
+        await asyncio.sleep(0.5)
+        return await pages(capability, {'query': UMBRELLA})
+
+    [second] = asyncio.run(later())
+    assert names(second)[0] == 'weather.get_forecast'
+    assert len(model.documents()) == 7
+
+
 async def test_tool_embedding_error_is_retried_later(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -15,6 +15,7 @@ model.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
@@ -111,7 +112,7 @@ class ToolVectors:
         config: ToolProxyConfig,
         descriptions: Mapping[str, str],
         lock: Any,
-        store: EmbeddingStore | None | Callable[[], EmbeddingStore | None] = None,
+        open_store: Callable[[], EmbeddingStore | None] = lambda: None,
     ) -> None:
         assert config.embedder is not None
         self.config = config
@@ -119,11 +120,9 @@ class ToolVectors:
         self.weight = float(config.semantic_weight)
         self._descriptions = dict(descriptions)
         self.lock = lock
-        self._store_source = store
+        self._open_store = open_store
         self._store: EmbeddingStore | None = None
-        self._store_opened = not callable(store)
-        if self._store_opened:
-            self._store = store  # type: ignore[assignment]
+        self._store_opened = False
         self.memory: dict[bytes, bytes] = {}
         """Text fingerprint -> little-endian float32 vector, every vector this process has seen."""
         self.dimensions: int | None = None
@@ -135,7 +134,7 @@ class ToolVectors:
         self._retry_at = 0.0
         self._warned: set[str] = set()
         self._queries: OrderedDict[str, bytes] = OrderedDict()
-        self._max_tokens: int | None | bool = False  # False: not asked yet
+        self._max_tokens: int | bool | None = False  # False: not asked yet
         self.usage = RequestUsage()
         """The embedder's usage for tool texts, summed (queries not included)."""
         self.embedded = 0
@@ -261,7 +260,7 @@ class ToolVectors:
         if not self._store_opened:
             self._store_opened = True
             try:
-                self._store = self._store_source()  # type: ignore[operator]
+                self._store = self._open_store()
             except Exception as e:
                 self._warn('store', f'ToolProxy embedding cache unavailable, vectors stay in memory: {e!r}')
                 self._store = None
@@ -423,10 +422,8 @@ class ToolVectors:
                 return
             task = self._task = loop.create_task(self._fill())
         if wait > 0:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(task), wait)
-            except TimeoutError:
-                pass
 
     # --- the query side ---
 

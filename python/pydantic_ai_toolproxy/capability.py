@@ -315,6 +315,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         runtime = self._runtime
         directory = runtime.directory(ctx)
         runtime.search_index.keep_up(directory, ctx.run_id)
+        if runtime.vectors is not None:
+            await runtime.vectors.wait_for_tools(0)  # start embedding the step's new tools now, without waiting
         params = request_context.model_request_parameters
         config = runtime.config
         manager_tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
