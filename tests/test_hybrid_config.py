@@ -18,8 +18,9 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _vectors
 from pydantic_ai_toolproxy._embedder import ResolvedEmbedder, vector_bytes
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
-from pydantic_ai_toolproxy._vectors import ToolVectors, embed_surface
-from pydantic_ai_toolproxy.config import DEFAULT_EMBEDDING_CACHE, default_embedding_cache
+from pydantic_ai_toolproxy._vectors import ToolVectors, embed_surface, open_store
+from pydantic_ai_toolproxy.config import DEFAULT_EMBEDDING_CACHE
+from pydantic_ai_toolproxy.embedding_store import SQLiteEmbeddingStore
 
 
 @pytest.mark.parametrize(
@@ -55,12 +56,18 @@ def test_config_accepts_every_embedder_form(tmp_path: Path) -> None:
     assert ToolProxyConfig().embedding_cache == DEFAULT_EMBEDDING_CACHE
 
 
-def test_default_cache_path_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv('TOOLPROXY_EMBEDDING_CACHE', raising=False)
-    monkeypatch.setenv('XDG_CACHE_HOME', '/var/cache/me')
-    assert default_embedding_cache() == '/var/cache/me/pydantic-ai-toolproxy/embeddings.sqlite3'
-    monkeypatch.setenv('TOOLPROXY_EMBEDDING_CACHE', '/srv/vectors.sqlite3')
-    assert default_embedding_cache() == '/srv/vectors.sqlite3'
+def test_cache_setting_opens_the_store_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = BagOfWordsModel()
+    monkeypatch.setenv('TOOLPROXY_EMBEDDING_CACHE', str(tmp_path / 'default.sqlite3'))
+    default = open_store(ToolProxyConfig(embedder=model))
+    assert isinstance(default, SQLiteEmbeddingStore) and 'default.sqlite3' in repr(default)
+    monkeypatch.setenv('TOOLPROXY_EMBEDDING_CACHE', 'off')
+    assert open_store(ToolProxyConfig(embedder=model)) is None
+    assert open_store(ToolProxyConfig(embedder=model, embedding_cache=None)) is None
+    assert isinstance(open_store(ToolProxyConfig(embedder=model, embedding_cache=tmp_path / 'x')), SQLiteEmbeddingStore)
+    mine = DictStore()
+    assert open_store(ToolProxyConfig(embedder=model, embedding_cache=mine)) is mine
+    assert repr(ToolProxyConfig().embedding_cache) == 'DEFAULT_EMBEDDING_CACHE'
 
 
 def test_a_model_name_is_resolved_only_when_used() -> None:

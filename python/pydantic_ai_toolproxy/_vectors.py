@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -54,16 +55,21 @@ STORE_THREAD_MIN = 256
 
 
 def open_store(config: ToolProxyConfig) -> EmbeddingStore | None:
-    """The store `config.embedding_cache` names: None (memory only), the given `EmbeddingStore`, or a
-    `SQLiteEmbeddingStore` at the path (which itself falls back to memory, with one warning, on a bad file)."""
+    """The store `config.embedding_cache` names: None (memory only: no store), the given `EmbeddingStore`, or a
+    `SQLiteEmbeddingStore` at the path (`DEFAULT_EMBEDDING_CACHE`: `default_embedding_cache_path()`, None for
+    `off`). A bad file does not raise here: the SQLite store falls back to memory itself, with one warning."""
+    from .config import DefaultEmbeddingCache
+    from .embedding_store import SQLiteEmbeddingStore, default_embedding_cache_path
+
     cache = config.embedding_cache
+    if isinstance(cache, DefaultEmbeddingCache):
+        path = default_embedding_cache_path()
+        return None if path is None else SQLiteEmbeddingStore(path)
     if cache is None:
         return None
-    if isinstance(cache, str) or hasattr(cache, '__fspath__'):
-        from .embedding_store import SQLiteEmbeddingStore
-
-        return SQLiteEmbeddingStore(cache)  # type: ignore[arg-type]
-    return cache  # type: ignore[return-value]
+    if isinstance(cache, (str, os.PathLike)):
+        return SQLiteEmbeddingStore(cache)
+    return cache
 
 
 @dataclass

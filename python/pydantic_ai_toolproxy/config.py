@@ -14,21 +14,21 @@ if TYPE_CHECKING:
 
     from .embedding_store import EmbeddingStore
 
-__all__ = ('DEFAULT_EMBEDDING_CACHE', 'ToolProxyConfig', 'default_embedding_cache')
+__all__ = ('DEFAULT_EMBEDDING_CACHE', 'DefaultEmbeddingCache', 'ToolProxyConfig')
 
 
-def default_embedding_cache() -> str:
-    """The default embedding cache file: `$TOOLPROXY_EMBEDDING_CACHE` when set, else
-    `$XDG_CACHE_HOME/pydantic-ai-toolproxy/embeddings.sqlite3` (`~/.cache/...` without `XDG_CACHE_HOME`)."""
-    explicit = os.environ.get('TOOLPROXY_EMBEDDING_CACHE')
-    if explicit:
-        return explicit
-    base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
-    return os.path.join(base, 'pydantic-ai-toolproxy', 'embeddings.sqlite3')
+@dataclass(frozen=True)
+class DefaultEmbeddingCache:
+    """The type of `DEFAULT_EMBEDDING_CACHE`: the file `default_embedding_cache_path()` names when the store is first
+    opened (`$TOOLPROXY_EMBEDDING_CACHE`, `off` for memory only, else the XDG cache directory; see
+    docs/embedding-cache.md)."""
+
+    def __repr__(self) -> str:
+        return 'DEFAULT_EMBEDDING_CACHE'
 
 
-DEFAULT_EMBEDDING_CACHE: str = default_embedding_cache()
-"""`ToolProxyConfig.embedding_cache`'s default, computed at import (see `default_embedding_cache`)."""
+DEFAULT_EMBEDDING_CACHE = DefaultEmbeddingCache()
+"""`ToolProxyConfig.embedding_cache`'s default: the documented default file, resolved when first opened."""
 
 MAX_WAIT_SECONDS = 600.0
 """Upper bound of `embedding_wait` and `query_timeout`, in seconds."""
@@ -60,8 +60,9 @@ class ToolProxyConfig:
             here). None (the default): keyword search only, rankings unchanged.
         semantic_weight: Share of the semantic signal in the fused score, 0..1 (default 0.4): `fused = (1 - w) *
             keyword share + w * semantic share`. 0 ranks exactly as keyword search.
-        embedding_cache: Where tool vectors persist across processes: a SQLite file path (default
-            `DEFAULT_EMBEDDING_CACHE`), any `EmbeddingStore`, or None for memory only. Used only with an embedder.
+        embedding_cache: Where tool vectors persist across processes: `DEFAULT_EMBEDDING_CACHE` (the default: the
+            file `default_embedding_cache_path()` names when first opened), a SQLite file path, any
+            `EmbeddingStore`, or None for memory only. Opened only with an embedder, at the first search.
         embedding_wait: Seconds a search waits for tool vectors still being computed, 0-600 (default 5.0). Past
             it the search ranks the tools without a vector by keywords alone; embedding goes on in the background.
         query_timeout: Seconds a search waits for `embed_query`, more than 0 and at most 600 (default 5.0). Past
@@ -79,7 +80,7 @@ class ToolProxyConfig:
     include_instructions: bool = True
     embedder: Embedder | EmbeddingModel | str | None = None
     semantic_weight: float = 0.4
-    embedding_cache: str | os.PathLike[str] | EmbeddingStore | None = DEFAULT_EMBEDDING_CACHE
+    embedding_cache: str | os.PathLike[str] | EmbeddingStore | DefaultEmbeddingCache | None = DEFAULT_EMBEDDING_CACHE
     embedding_wait: float = 5.0
     query_timeout: float = 5.0
 
@@ -139,7 +140,7 @@ def _check_embedder(value: object) -> None:
 
 def _check_cache(value: object) -> None:
     """A path (str or PathLike), an object with the `EmbeddingStore` methods, or None."""
-    if value is None or isinstance(value, os.PathLike):
+    if value is None or isinstance(value, (os.PathLike, DefaultEmbeddingCache)):
         return
     if isinstance(value, str):
         if not value.strip():
