@@ -140,7 +140,8 @@ class ToolVectors:
         self._retry_at = 0.0
         self._warned: set[str] = set()
         self._queries: OrderedDict[str, bytes] = OrderedDict()
-        self._max_tokens: int | bool | None = False  # False: not asked yet
+        self._max_tokens: int | None = None
+        self._asked_limit = False
         self.usage = RequestUsage()
         """The embedder's usage for tool texts, summed (queries not included)."""
         self.embedded = 0
@@ -301,13 +302,14 @@ class ToolVectors:
     # --- embedding tool texts ---
 
     async def _limit(self) -> int | None:
-        if self._max_tokens is False:
+        if not self._asked_limit:
             try:
                 limit = await self.embedder.embedder.max_input_tokens()
             except Exception:
                 limit = None
             self._max_tokens = limit if isinstance(limit, int) and limit > 0 else None
-        return self._max_tokens  # type: ignore[return-value]
+            self._asked_limit = True
+        return self._max_tokens
 
     async def _fit(self, text: str, limit: int | None) -> tuple[str, bool, int]:
         """`(text cut to `limit` tokens, whether it was cut, its estimated tokens)`."""
