@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .config import ToolProxyConfig
     from .embedding_store import EmbeddingStore
 
-__all__ = ('EmbedCounts', 'ToolVectors', 'embed_surface', 'open_store')
+__all__ = ('EmbedCounts', 'ToolVectors', 'embed_surface', 'open_store', 'surface_texts')
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
@@ -146,6 +146,9 @@ class ToolVectors:
         """The embedder's usage for tool texts, summed (queries not included)."""
         self.embedded = 0
         self.cut = 0
+        self.background = True
+        """Whether a step starts embedding its new tools in the background (`wait_for_tools`); the CLI turns it
+        off while it only looks at a surface (`toolproxy inspect`, or before `embed_surface` embeds it)."""
 
     # --- following the indexes (under `lock`) ---
 
@@ -419,7 +422,7 @@ class ToolVectors:
 
     async def wait_for_tools(self, wait: float) -> None:
         """Start (or join) embedding the pending texts and wait for it up to `wait` seconds; it goes on past that."""
-        if not self._pending:
+        if not self._pending or not self.background:
             return
         loop = asyncio.get_running_loop()
         task = self._task
@@ -484,6 +487,21 @@ class ToolVectors:
         return self._queries.get(query)
 
 
+def surface_texts(capability: ToolProxyCapability, tools: Mapping[str, ToolsetTool[Any]]) -> dict[bytes, str]:
+    """The embedding texts of `capability`'s grouped tools among `tools` (a step's prepared tools), by text hash:
+    what `embed_surface` embeds, and what `toolproxy inspect` looks up in the store."""
+    from ._directory import index_record
+
+    descriptions = capability._runtime.descriptions  # pyright: ignore[reportPrivateUsage]
+    texts: dict[bytes, str] = {}
+    for name, tool in capability.directory_of(tools).tools.items():
+        group: str = tool.toolset.group  # type: ignore[attr-defined]
+        _, _, local, description, _ = index_record(name, group, tool.tool_def.description, None)
+        text = embedding_text(group, local, description, descriptions.get(group, ''))
+        texts.setdefault(text_hash(text), text)
+    return texts
+
+
 async def embed_surface(
     capability: ToolProxyCapability,
     tools: Mapping[str, ToolsetTool[Any]],
@@ -499,19 +517,11 @@ async def embed_surface(
     Raises:
         ValueError: the capability's config has no embedder.
     """
-    from ._directory import index_record
-
     vectors = capability._runtime.vectors  # pyright: ignore[reportPrivateUsage]
     if vectors is None:
         raise ValueError('ToolProxyConfig.embedder is None: there is nothing to embed with.')
     started = time.perf_counter()
-    directory = capability.directory_of(tools)
-    texts: dict[bytes, str] = {}
-    for name, tool in directory.tools.items():
-        group: str = tool.toolset.group  # type: ignore[attr-defined]
-        _, _, local, description, _ = index_record(name, group, tool.tool_def.description, None)
-        text = embedding_text(group, local, description, vectors._descriptions.get(group, ''))
-        texts.setdefault(text_hash(text), text)
+    texts = surface_texts(capability, tools)
     counts = EmbedCounts(tools=len(texts))
     known = {fp: vectors.memory[fp] for fp in texts if fp in vectors.memory}
     missing = [fp for fp in texts if fp not in known]
