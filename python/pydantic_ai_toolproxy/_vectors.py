@@ -28,7 +28,7 @@ from pydantic_ai.usage import RequestUsage
 
 from . import _core
 from ._embedder import ResolvedEmbedder, vector_bytes
-from ._embedding_text import embedding_text, text_hash
+from ._embedding_text import embedding_text, group_text, text_hash, tool_text
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -175,8 +175,14 @@ class ToolVectors:
         keys: list[str] = []
         vectors: list[bytes] = []
         memory, descriptions = self.memory, self._descriptions
+        group_parts: dict[str, str] = {}
         for key, group, local, description, _ in upserts:
-            fingerprint = text_hash(embedding_text(group, local, description, descriptions.get(group, '')))
+            tail = group_parts.get(group)
+            if tail is None:
+                tail = group_parts[group] = group_text(group, descriptions.get(group, ''))
+            head = tool_text(local, description)
+            text = f'{head} {tail}' if tail else head
+            fingerprint = text_hash(text)
             state.wanted[key] = fingerprint
             attached = state.attached.get(key)
             if attached == fingerprint:
@@ -190,7 +196,7 @@ class ToolVectors:
                 vectors.append(vector)
             else:
                 if fingerprint not in self._pending:
-                    self._pending[fingerprint] = embedding_text(group, local, description, descriptions.get(group, ''))
+                    self._pending[fingerprint] = text
                 self._waiting.setdefault(fingerprint, []).append((state, key))
         if stale:
             index.drop_vectors(stale)
