@@ -18,12 +18,13 @@ import threading
 import time
 from array import array
 
+from pydantic_ai.embeddings import TestEmbeddingModel
+
 from pydantic_ai_toolproxy import _core
 from pydantic_ai_toolproxy._directory import index_record
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
 from pydantic_ai_toolproxy._vectors import ToolVectors
 from pydantic_ai_toolproxy.config import ToolProxyConfig
-from pydantic_ai.embeddings import TestEmbeddingModel
 
 
 def main() -> None:
@@ -52,7 +53,7 @@ def main() -> None:
         vectors.follow(index, records, [])
         follow = time.perf_counter() - started
         known = {}
-        for key, group, local, description, _ in records:
+        for _key, group, local, description, _ in records:
             fp = text_hash(embedding_text(group, local, description, descriptions[group]))
             v = [rng.gauss(0, 1) for _ in range(args.dimensions)]
             known[fp] = array('f', v).tobytes()
