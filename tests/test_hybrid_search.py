@@ -271,12 +271,12 @@ async def test_explain_shows_the_hybrid_shares() -> None:
     [page] = await pages(capability, {'query': UMBRELLA})
     why = capability.explain(UMBRELLA, [(e['group'], e['tool']) for e in page['tools']])
     top = why[0]
-    assert top.tool == 'get_forecast' and top.weight == pytest.approx(0.4)
+    assert top.tool == 'get_forecast' and top.weight == pytest.approx(0.35)
     assert top.cosine is not None and top.cosine > 0.2 and top.semantic == pytest.approx(1.0)
-    assert top.semantic_share == pytest.approx(0.4) and top.keyword_share == 0.0  # no keyword matched
+    assert top.semantic_share == pytest.approx(0.35) and top.keyword_share == 0.0  # no keyword matched
     for w in why:
         assert w.fused == pytest.approx((w.keyword_share or 0) + (w.semantic_share or 0))
-        assert w.semantic_share == pytest.approx(0.4 * (w.semantic or 0))
+        assert w.semantic_share == pytest.approx(0.35 * (w.semantic or 0))
     assert [w.fused for w in why] == sorted((w.fused or 0 for w in why), reverse=True)
     assert proxy().explain(UMBRELLA, [('weather', 'get_forecast')])[0].cosine is None
 
