@@ -50,6 +50,8 @@ QUERY_CACHE_SIZE = 256
 """Recent query vectors kept (least recently used dropped first)."""
 RETRY_SECONDS = 10.0
 """After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
+MEMORY_SLACK = 1024
+"""Vectors kept in memory beyond twice the texts the followed indexes want, before unwanted ones are dropped."""
 STORE_THREAD_MIN = 256
 """Store reads and writes of at least this many vectors run in a worker thread (`asyncio.to_thread`)."""
 
@@ -202,6 +204,8 @@ class ToolVectors:
             index.drop_vectors(stale)
         if keys:
             self._set(state, keys, vectors)
+        if stale or removed:
+            self._prune()
 
     def _set(self, state: _IndexState, keys: list[str], vectors: list[bytes]) -> None:
         """Attach `vectors` to `keys` of `state.index`; a refusal of the core (ValueError: another dimensionality)
@@ -246,6 +250,15 @@ class ToolVectors:
             self._set(state, keys, vectors)
             attached += len(state.attached) - before
         return attached
+
+    def _prune(self) -> None:
+        """Keep `memory` bounded when tool texts keep changing: past twice the wanted texts (plus `MEMORY_SLACK`),
+        drop the vectors no followed index wants (the store still has them)."""
+        states = self._states.values()
+        if len(self.memory) <= 2 * sum(len(st.wanted) for st in states) + MEMORY_SLACK:
+            return
+        wanted = {fp for st in states for fp in st.wanted.values()}
+        self.memory = {fp: v for fp, v in self.memory.items() if fp in wanted}
 
     @property
     def pending(self) -> int:
