@@ -411,25 +411,35 @@ class ToolVectors:
         await flush()
         return out
 
+    def _take_pending(self) -> dict[bytes, str]:
+        """The pending texts some followed index still wants (the others are dropped). Call with `lock` held."""
+        for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
+            waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
+            if waiting:
+                self._waiting[fingerprint] = waiting
+            else:
+                self._pending.pop(fingerprint, None)
+                self._waiting.pop(fingerprint, None)
+        return dict(self._pending)
+
     async def _fill(self) -> None:
-        """Get a vector for every pending text: from the store, then the embedder. Errors: logged, retried later."""
-        with self.lock:
-            for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
-                waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
-                if waiting:
-                    self._waiting[fingerprint] = waiting
-                else:
-                    self._pending.pop(fingerprint, None)
-                    self._waiting.pop(fingerprint, None)
-            pending = dict(self._pending)
+        """Get a vector for every pending text: from the store, then the embedder, again for texts that became
+        pending meanwhile (a later step's new tools). Errors: logged once, retried `RETRY_SECONDS` later."""
+        done: set[bytes] = set()
         try:
-            found = await self._store_get(list(pending))
-            if found:
+            while True:
                 with self.lock:
-                    self.apply(found)
-            missing = {fp: text for fp, text in pending.items() if fp not in found}
-            if missing:
-                await self.embed_texts(missing, EmbedCounts())
+                    pending = {fp: t for fp, t in self._take_pending().items() if fp not in done}
+                if not pending:
+                    break
+                done.update(pending)  # each text is tried once per fill, so a text the core refuses cannot loop
+                found = await self._store_get(list(pending))
+                if found:
+                    with self.lock:
+                        self.apply(found)
+                missing = {fp: text for fp, text in pending.items() if fp not in found}
+                if missing:
+                    await self.embed_texts(missing, EmbedCounts())
             self._ok('embed')
         except Exception as e:
             self._retry_at = time.monotonic() + RETRY_SECONDS
