@@ -387,3 +387,50 @@ async def test_memory_stays_bounded_when_texts_keep_changing(monkeypatch: pytest
     assert vectors is not None
     assert len(set(model.documents())) >= 6
     assert len(vectors.memory) <= 2 * 1 + 2 + 1
+
+
+async def test_concurrent_runs_embed_each_text_once() -> None:
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, delay=0.05)
+    capability = proxy(model)
+    runs = [
+        Agent(
+            Script([[(SEARCH, {'query': UMBRELLA})], [(SEARCH, {'query': 'letter'})]]).model, capabilities=[capability]
+        )
+        for _ in range(4)
+    ]
+    results = await asyncio.gather(*(a.run('go') for a in runs))
+    firsts = [page_of(returns(r.all_messages())[0]) for r in results]
+    assert all(names(p)[0] == 'weather.get_forecast' for p in firsts)
+    documents = model.documents()
+    assert len(documents) == len(set(documents)) == 7
+
+
+async def test_a_schema_change_keeps_the_vector() -> None:
+    """The parameters are not part of the embedded text: a tool whose schema changes is re-indexed, not re-embedded."""
+    state = {'extra': False}
+
+    async def prepare(ctx: RunContext[Any], tool_def: ToolDefinition) -> ToolDefinition:
+        if not state['extra']:
+            return tool_def
+        schema = {**tool_def.parameters_json_schema}
+        schema['properties'] = {**schema.get('properties', {}), 'units': {'type': 'string'}}
+        return replace(tool_def, parameters_json_schema=schema)
+
+    def flip(messages: list[ModelMessage], info: AgentInfo) -> list[tuple[str, dict[str, Any]]]:
+        state['extra'] = True
+        return [(SEARCH, {'query': 'forecast city'})]
+
+    weather: FunctionToolset[Any] = FunctionToolset(
+        [Tool(lambda city='': city, name='outlook', prepare=prepare, description='Forecast for a city.')]
+    )
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
+    capability = ToolProxyCapability(
+        groups={'weather': ToolProxyGroup(source=weather, description='Weather data')},
+        config=ToolProxyConfig(embedder=model, embedding_cache=None),
+    )
+    script = Script([[(SEARCH, {'query': 'forecast city'})], flip, [(SEARCH, {'query': 'forecast city'})]])
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    *_, last = [page_of(p) for p in returns(result.all_messages())]
+    assert 'units' in last['tools'][0]['parameters_json_schema']['properties']
+    assert capability.index_builds >= 2  # the index saw the new schema
+    assert len(model.documents()) == 1
