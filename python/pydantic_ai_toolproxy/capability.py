@@ -29,6 +29,7 @@ from ._private import AgentInstructions, DynamicToolset, normalize_instructions
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset
 from ._unknown import shorten_unknown_tool_retries
+from ._vectors import ToolVectors
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
@@ -190,6 +191,12 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
 
     def __repr__(self) -> str:
         return f'ToolProxyCapability(groups={list(self.groups)!r}, config={self.config!r})'
+
+    @property
+    def tool_vectors(self) -> ToolVectors | None:
+        """Package-internal: the surface's tool and query vectors (hybrid search), None without an embedder; the CLI's
+        `toolproxy embed` fills them through `_vectors.embed_surface`."""
+        return self._runtime.vectors
 
     @property
     def index_builds(self) -> int:
