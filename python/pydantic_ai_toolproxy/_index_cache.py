@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from . import _core
 from ._directory import Directory, IndexRecord, index_record
 
-__all__ = ('MAX_INDEXED_TOOLS', 'MAX_INDEXES', 'IndexSlot', 'SearchIndexCache')
+__all__ = ('MAX_INDEXED_TOOLS', 'MAX_INDEXES', 'IndexFollower', 'IndexSlot', 'SearchIndexCache')
 
 MAX_INDEXES = 8
 """Most indexes one proxy keeps (distinct member sets searched, e.g. tenants); the least recently searched goes."""
@@ -29,6 +30,18 @@ _SAMPLE = 64
 """Names of a directory looked up in an index to estimate how much of it the index already holds."""
 
 
+class IndexFollower(Protocol):
+    """State that follows the records of every index (hybrid search's `_vectors.ToolVectors`), told of each change."""
+
+    def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
+        """`index` just upserted `upserts` and removed the records `removed` (canonical names)."""
+        ...
+
+    def forget(self, index: _core.SearchIndex) -> None:
+        """`index` is dropped (a reset, or its slot evicted)."""
+        ...
+
+
 class IndexSlot:
     """One Rust `SearchIndex` and the state that syncs it to a step's `Directory`: the one object per index (state
     that follows an index, such as vectors attached to its records, belongs here).
@@ -38,8 +51,10 @@ class IndexSlot:
     (`Directory.fingerprints`), never the host's schema dict, so a schema edited in place is indexed again.
     """
 
-    def __init__(self, descriptions: Mapping[str, str]) -> None:
+    def __init__(self, descriptions: Mapping[str, str], follower: IndexFollower | None = None) -> None:
         self._descriptions = descriptions
+        self.follower = follower
+        """Told of every upsert and removal of this index, and of its reset (tool vectors follow the records)."""
         self.index = self._new_index()
         self.built = False
         """Whether a sync has filled the index (since the last `reset`)."""
@@ -76,7 +91,9 @@ class IndexSlot:
 
     def reset(self) -> None:
         """Drop the index and start over with an empty one (after the core raised: its state is not trusted); the next
-        `sync` re-indexes the step's members."""
+        `sync` re-indexes the step's members (and the follower re-attaches the vectors it knows)."""
+        if self.follower is not None:
+            self.follower.forget(self.index)
         self.index = self._new_index()
         self.built = False
         self.key = None
@@ -143,6 +160,8 @@ class IndexSlot:
             self.index.upsert(upserts)
         if removed or upserts:
             self.builds += 1
+            if self.follower is not None:
+                self.follower.follow(self.index, upserts, removed)
         self._synced = new_synced
         self._synced_lists = lists
         self._prints = fingerprints
@@ -237,12 +256,24 @@ class SearchIndexCache:
         """Group name -> description, a field of every member of the group (`SearchIndex.set_group_description`)."""
         self.max_indexes = max(1, max_indexes)
         self.max_tools = max_tools
+        self._follower: IndexFollower | None = None
         self.slots: list[IndexSlot] = [IndexSlot(self._descriptions)]
         """The slots, at least one; `current` is the one the last `sync` chose."""
         self.current = self.slots[0]
         self.lock = threading.Lock()
         self._tick = 0
         self._dropped_builds = 0
+
+    @property
+    def vectors(self) -> IndexFollower | None:
+        """What follows every slot's records (hybrid search's tool vectors), or None; set it before the first sync."""
+        return self._follower
+
+    @vectors.setter
+    def vectors(self, follower: IndexFollower | None) -> None:
+        self._follower = follower
+        for slot in self.slots:
+            slot.follower = follower
 
     # --- the current slot (the one the last sync chose), as one index ---
 
@@ -352,7 +383,7 @@ class SearchIndexCache:
         if len(slots) < self.max_indexes:
             closest = max(slots, key=lambda s: s.overlap(directory))
             if displaced or closest.overlap(directory) < 0.5:
-                fresh = IndexSlot(self._descriptions)
+                fresh = IndexSlot(self._descriptions, self._follower)
                 slots.append(fresh)
                 return fresh
             return closest
@@ -366,3 +397,5 @@ class SearchIndexCache:
             oldest = min((s for s in slots if s is not keep), key=lambda s: s.used)
             slots.remove(oldest)
             self._dropped_builds += oldest.builds
+            if oldest.follower is not None:
+                oldest.follower.forget(oldest.index)

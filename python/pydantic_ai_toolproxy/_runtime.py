@@ -14,6 +14,7 @@ from pydantic_ai.tools import RunContext
 
 from ._directory import Directory, DirectoryCache
 from ._index_cache import SearchIndexCache
+from ._vectors import ToolVectors, open_store
 from .config import ToolProxyConfig
 
 __all__ = ('ProxyRuntime',)
@@ -30,6 +31,8 @@ class ProxyRuntime:
         group_order: The configured group names, in order (the order of the group enum and summaries).
         directories: Per-step grouped directories (`DirectoryCache`).
         search_index: The shared search indexes (`SearchIndexCache`: one per member set in use, bounded).
+        vectors: Tool and query vectors for hybrid search (`ToolVectors`, following every index of `search_index`),
+            None without `config.embedder`.
     """
 
     config: ToolProxyConfig
@@ -37,10 +40,15 @@ class ProxyRuntime:
     group_order: list[str]
     directories: DirectoryCache = field(init=False)
     search_index: SearchIndexCache = field(init=False)
+    vectors: ToolVectors | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.directories = DirectoryCache(owner=self, group_order=self.group_order)
         self.search_index = SearchIndexCache(self.descriptions)
+        if self.config.embedder is not None:
+            config = self.config
+            self.vectors = ToolVectors(config, self.descriptions, self.search_index.lock, lambda: open_store(config))
+            self.search_index.vectors = self.vectors
 
     def group_description(self, group: str) -> str:
         """The configured description of `group` ('' for a group this surface does not have)."""
