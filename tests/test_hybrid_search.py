@@ -28,7 +28,7 @@ from support import SEARCH, Script, page_of, returns
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _vectors
 
-UMBRELLA = 'should I bring an umbrella today'
+UMBRELLA = 'umbrella needed tomorrow'
 SYNONYMS = {'umbrella': 'forecast', 'raincoat': 'forecast', 'letter': 'email', 'post': 'email'}
 
 
@@ -71,7 +71,7 @@ def names(page: dict[str, Any]) -> list[str]:
 async def test_meaning_finds_what_keywords_miss() -> None:
     [keyword] = await pages(proxy(), {'query': UMBRELLA})
     assert 'weather.get_forecast' not in names(keyword)
-    [hybrid] = await pages(proxy(BagOfWordsModel(synonyms=SYNONYMS)), {'query': UMBRELLA})
+    [hybrid] = await pages(proxy(BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)), {'query': UMBRELLA})
     assert names(hybrid)[0] == 'weather.get_forecast'
     assert hybrid['total'] >= keyword['total'] + 1
 
@@ -82,13 +82,13 @@ async def test_weight_zero_and_test_embedding_model_rank_as_keywords(query: str)
     as keyword search: same entries, same total, same next_offset."""
     search = {'query': query, 'limit': 2}
     [expected] = await pages(proxy(), search)
-    [zero] = await pages(proxy(BagOfWordsModel(synonyms=SYNONYMS), semantic_weight=0), search)
+    [zero] = await pages(proxy(BagOfWordsModel(dimensions=256, synonyms=SYNONYMS), semantic_weight=0), search)
     [same] = await pages(proxy(TestEmbeddingModel()), search)
     assert zero == expected and same == expected
 
 
 async def test_query_embedder_error_falls_back_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
-    model = BagOfWordsModel(synonyms=SYNONYMS, query_fail=ConnectionError('embedder down'))
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, query_fail=ConnectionError('embedder down'))
     searches = [{'query': UMBRELLA}, {'query': 'email'}, {'query': UMBRELLA, 'limit': 1}]
     with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
         got = await pages(proxy(model), *searches)
@@ -98,7 +98,7 @@ async def test_query_embedder_error_falls_back_with_one_warning(caplog: pytest.L
 
 
 async def test_query_timeout_falls_back_to_keywords(caplog: pytest.LogCaptureFixture) -> None:
-    model = BagOfWordsModel(synonyms=SYNONYMS, query_delay=1.0)
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, query_delay=1.0)
     with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
         got = await pages(proxy(model, query_timeout=0.05), {'query': UMBRELLA}, {'query': 'file'})
     assert got == await pages(proxy(), {'query': UMBRELLA}, {'query': 'file'})
@@ -122,7 +122,7 @@ def async_script(turns: Sequence[dict[str, Any] | float]) -> FunctionModel:
 async def test_slow_first_embedding_ranks_by_keywords_then_by_meaning() -> None:
     """Past `embedding_wait` the first search ranks by keywords; the embedding goes on, and a later search of the
     same run uses the vectors."""
-    model = BagOfWordsModel(synonyms=SYNONYMS, delay=0.3)
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, delay=0.3)
     capability = proxy(model, embedding_wait=0.02)
     result = await Agent(async_script([{'query': UMBRELLA}, 0.6, {'query': UMBRELLA}]), capabilities=[capability]).run(
         'go'
@@ -136,7 +136,7 @@ async def test_slow_first_embedding_ranks_by_keywords_then_by_meaning() -> None:
 def test_embedding_left_pending_by_a_closed_loop_resumes_in_the_next() -> None:
     """Each `asyncio.run` (or `run_sync` in a fresh thread) brings its own loop: a background embedding cut off when
     its loop closed is started again by the next search, on that search's loop."""
-    model = BagOfWordsModel(synonyms=SYNONYMS, delay=0.2)
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, delay=0.2)
     capability = proxy(model, embedding_wait=0)
     [first] = asyncio.run(pages(capability, {'query': UMBRELLA}))  # the loop closes with the embedding pending
     assert 'weather.get_forecast' not in names(first)
@@ -156,7 +156,7 @@ async def test_tool_embedding_error_is_retried_later(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(_vectors, 'RETRY_SECONDS', 0.0)
-    model = BagOfWordsModel(synonyms=SYNONYMS, fail=TimeoutError('provider overloaded'))
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, fail=TimeoutError('provider overloaded'))
     capability = proxy(model)
     with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
         [first] = await pages(capability, {'query': UMBRELLA})
@@ -171,13 +171,15 @@ async def test_tool_embedding_error_is_retried_later(
 async def test_exact_names_stay_first() -> None:
     """The query `forecast_cache` is the name of a files tool; the weather tool is nearer by meaning
     (forecast), but the exact name ranks first."""
-    [page] = await pages(proxy(BagOfWordsModel(synonyms=SYNONYMS), semantic_weight=1.0), {'query': 'forecast_cache'})
+    [page] = await pages(
+        proxy(BagOfWordsModel(dimensions=256, synonyms=SYNONYMS), semantic_weight=1.0), {'query': 'forecast_cache'}
+    )
     assert names(page)[0] == 'files.forecast_cache'
     assert 'weather.get_forecast' in names(page)
 
 
 async def test_group_restricts_both_signals() -> None:
-    model = BagOfWordsModel(synonyms=SYNONYMS)
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
     [page] = await pages(proxy(model), {'query': UMBRELLA, 'group': 'files', 'limit': 10})
     assert all(n.startswith('files.') for n in names(page))
     assert page['total'] <= 3
@@ -185,8 +187,8 @@ async def test_group_restricts_both_signals() -> None:
 
 async def test_hybrid_is_deterministic() -> None:
     searches = [{'query': UMBRELLA, 'limit': 2}, {'query': 'send a letter', 'limit': 3}, {'query': 'file city'}]
-    first = await pages(proxy(BagOfWordsModel(synonyms=SYNONYMS)), *searches)
-    second = await pages(proxy(BagOfWordsModel(synonyms=SYNONYMS)), *searches)
+    first = await pages(proxy(BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)), *searches)
+    second = await pages(proxy(BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)), *searches)
     assert first == second
     assert names(first[1])[0] == 'mail.send_email'  # "letter" means email here
 
@@ -202,11 +204,11 @@ async def test_changed_text_is_reembedded_and_removed_tools_lose_their_vector() 
         return replace(tool_def, description=str(state['description']))
 
     weather: FunctionToolset[Any] = FunctionToolset(
-        [Tool(lambda city='': city, name='get_forecast', prepare=prepare, description='x')]
+        [Tool(lambda city='': city, name='outlook', prepare=prepare, description='x')]
     )
     mail: FunctionToolset[Any] = FunctionToolset()
     mail.add_function(lambda to='': to, name='send_email', description='Send an email message.')
-    model = BagOfWordsModel(synonyms=SYNONYMS)
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
     capability = ToolProxyCapability(
         groups={
             'weather': ToolProxyGroup(source=weather, description='Weather data'),
@@ -215,20 +217,27 @@ async def test_changed_text_is_reembedded_and_removed_tools_lose_their_vector() 
         config=ToolProxyConfig(embedder=model, embedding_cache=None),
     )
 
-    def flip(messages: list[ModelMessage], info: AgentInfo) -> list[tuple[str, dict[str, Any]]]:
-        state['description'] = 'Send a post card.'  # now it means email
-        return [(SEARCH, {'query': 'umbrella', 'limit': 5})]
+    def then(change: dict[str, Any], query: str) -> Any:
+        def turn(messages: list[ModelMessage], info: AgentInfo) -> list[tuple[str, dict[str, Any]]]:
+            state.update(change)  # seen from the next step on (this step's tools are prepared already)
+            return [(SEARCH, {'query': query, 'limit': 5})]
 
-    def drop(messages: list[ModelMessage], info: AgentInfo) -> list[tuple[str, dict[str, Any]]]:
-        state['present'] = False
-        return [(SEARCH, {'query': 'umbrella post', 'limit': 5})]
+        return turn
 
-    script = Script([[(SEARCH, {'query': 'umbrella', 'limit': 5})], flip, drop])
+    script = Script(
+        [
+            [(SEARCH, {'query': 'umbrella', 'limit': 5})],
+            then({'description': 'Send a post card.'}, 'card'),  # now it means email
+            [(SEARCH, {'query': 'umbrella', 'limit': 5})],
+            then({'present': False}, 'card'),
+            [(SEARCH, {'query': 'umbrella post', 'limit': 5})],
+        ]
+    )
     result = await Agent(script.model, capabilities=[capability]).run('go')
-    before, after, gone = [page_of(p) for p in returns(result.all_messages())]
-    assert names(before)[0] == 'weather.get_forecast'
-    assert 'weather.get_forecast' not in names(after)  # "umbrella" no longer means this tool
-    assert 'weather.get_forecast' not in names(gone)
+    before, _, after, _, gone = [page_of(p) for p in returns(result.all_messages())]
+    assert names(before)[0] == 'weather.outlook'
+    assert 'weather.outlook' not in names(after)  # "umbrella" no longer means this tool
+    assert 'weather.outlook' not in names(gone) and names(gone) == ['mail.send_email']
     documents = model.documents()
     assert sum('Forecast for a city' in d for d in documents) == 1
     assert sum('Send a post card' in d for d in documents) == 1
@@ -240,7 +249,7 @@ async def test_changed_text_is_reembedded_and_removed_tools_lose_their_vector() 
 
 async def test_vectors_are_reattached_from_memory_and_store_never_reembedded() -> None:
     store = DictStore()
-    model = BagOfWordsModel(synonyms=SYNONYMS)
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
     capability = proxy(model, embedding_cache=store)
     [first] = await pages(capability, {'query': UMBRELLA})
     embedded = len(model.documents())
@@ -250,7 +259,7 @@ async def test_vectors_are_reattached_from_memory_and_store_never_reembedded() -
         cache.reset()  # a fresh index (as after a core error): vectors come back from memory
     [again] = await pages(capability, {'query': UMBRELLA})
     assert again == first and len(model.documents()) == embedded
-    other_model = BagOfWordsModel(synonyms=SYNONYMS)
+    other_model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
     [other] = await pages(proxy(other_model, embedding_cache=store), {'query': UMBRELLA})  # a second process
     assert other == first
     assert other_model.documents() == []  # only the query was embedded
@@ -258,13 +267,16 @@ async def test_vectors_are_reattached_from_memory_and_store_never_reembedded() -
 
 
 async def test_explain_shows_the_hybrid_shares() -> None:
-    capability = proxy(BagOfWordsModel(synonyms=SYNONYMS))
+    capability = proxy(BagOfWordsModel(dimensions=256, synonyms=SYNONYMS))
     [page] = await pages(capability, {'query': UMBRELLA})
     why = capability.explain(UMBRELLA, [(e['group'], e['tool']) for e in page['tools']])
     top = why[0]
     assert top.tool == 'get_forecast' and top.weight == pytest.approx(0.4)
-    assert top.cosine is not None and top.cosine > 0.3 and top.semantic_share == pytest.approx(1.0)
-    assert top.fused == pytest.approx((1 - 0.4) * (top.keyword_share or 0) + 0.4 * top.semantic_share)
+    assert top.cosine is not None and top.cosine > 0.2 and top.semantic == pytest.approx(1.0)
+    assert top.semantic_share == pytest.approx(0.4) and top.keyword_share == 0.0  # no keyword matched
+    for w in why:
+        assert w.fused == pytest.approx((w.keyword_share or 0) + (w.semantic_share or 0))
+        assert w.semantic_share == pytest.approx(0.4 * (w.semantic or 0))
     assert [w.fused for w in why] == sorted((w.fused or 0 for w in why), reverse=True)
     assert proxy().explain(UMBRELLA, [('weather', 'get_forecast')])[0].cosine is None
 
@@ -282,7 +294,7 @@ WORDS = ['city', 'file', 'email', 'text', 'umbrella', 'message', 'path', 'air', 
 def test_pages_cover_the_ranked_set_exactly_once(query: str, limit: int, group: str | None, weight: float) -> None:
     """Paging with `next_offset` from 0 visits `total` distinct tools, each page reports the same `total`, the
     pages concatenate to the one-page ranking, and a stale offset returns an empty page."""
-    capability = proxy(BagOfWordsModel(synonyms=SYNONYMS), semantic_weight=weight)
+    capability = proxy(BagOfWordsModel(dimensions=256, synonyms=SYNONYMS), semantic_weight=weight)
     base: dict[str, Any] = {'query': query} | ({'group': group} if group else {})
 
     stale_asked = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ _spec = importlib.util.spec_from_file_location(
 )
 assert _spec is not None and _spec.loader is not None
 embedding_fixtures: Any = importlib.util.module_from_spec(_spec)
+sys.modules['embedding_fixtures'] = embedding_fixtures  # dataclasses look their module up while building
 _spec.loader.exec_module(embedding_fixtures)
 
 

@@ -9,20 +9,32 @@ line breaks do not change the fingerprint of otherwise equal text.
 from __future__ import annotations
 
 import hashlib
-import re
 
-__all__ = ('embedding_text', 'text_hash')
-
-_SPACED = re.compile(r'[_\-\s]+')
-_WHITESPACE = re.compile(r'\s+')
+__all__ = ('embedding_text', 'group_text', 'text_hash', 'tool_text')
 
 
 def _spaced(name: str) -> str:
-    return _SPACED.sub(' ', name).strip()
+    return ' '.join(name.replace('_', ' ').replace('-', ' ').split())
+
+
+def tool_text(tool: str, description: str) -> str:
+    """The tool's part of `embedding_text`: `'{tool spaced}: {description}'` (just the name when no description)."""
+    head = _spaced(tool)
+    description = ' '.join(description.split())
+    return f'{head}: {description}' if description else head
+
+
+def group_text(group: str, group_description: str) -> str:
+    """The group's part of `embedding_text`: `'{group spaced}: {group description}'` (parts left out when empty)."""
+    spaced = _spaced(group)
+    group_description = ' '.join(group_description.split())
+    if group_description:
+        return f'{spaced}: {group_description}' if spaced else group_description
+    return spaced
 
 
 def embedding_text(group: str, tool: str, description: str, group_description: str) -> str:
-    """The text tool `tool` of `group` is embedded as.
+    """The text tool `tool` of `group` is embedded as: `tool_text` + ' ' + `group_text`.
 
     ```python
     from pydantic_ai_toolproxy._embedding_text import embedding_text
@@ -33,14 +45,8 @@ def embedding_text(group: str, tool: str, description: str, group_description: s
 
     Empty parts are left out (no dangling `: `); the result is never empty for a valid tool name.
     """
-    head = _spaced(tool)
-    description = _WHITESPACE.sub(' ', description).strip()
-    text = f'{head}: {description}' if description else head
-    group_part = _spaced(group)
-    group_description = _WHITESPACE.sub(' ', group_description).strip()
-    if group_description:
-        group_part = f'{group_part}: {group_description}' if group_part else group_description
-    return f'{text} {group_part}' if group_part else text
+    head, tail = tool_text(tool, description), group_text(group, group_description)
+    return f'{head} {tail}' if tail else head
 
 
 def text_hash(text: str) -> bytes:

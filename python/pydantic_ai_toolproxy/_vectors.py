@@ -28,7 +28,7 @@ from pydantic_ai.usage import RequestUsage
 
 from . import _core
 from ._embedder import ResolvedEmbedder, vector_bytes
-from ._embedding_text import embedding_text, text_hash
+from ._embedding_text import embedding_text, group_text, text_hash, tool_text
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -140,7 +140,8 @@ class ToolVectors:
         self._retry_at = 0.0
         self._warned: set[str] = set()
         self._queries: OrderedDict[str, bytes] = OrderedDict()
-        self._max_tokens: int | bool | None = False  # False: not asked yet
+        self._max_tokens: int | None = None
+        self._asked_limit = False
         self.usage = RequestUsage()
         """The embedder's usage for tool texts, summed (queries not included)."""
         self.embedded = 0
@@ -174,8 +175,14 @@ class ToolVectors:
         keys: list[str] = []
         vectors: list[bytes] = []
         memory, descriptions = self.memory, self._descriptions
+        group_parts: dict[str, str] = {}
         for key, group, local, description, _ in upserts:
-            fingerprint = text_hash(embedding_text(group, local, description, descriptions.get(group, '')))
+            tail = group_parts.get(group)
+            if tail is None:
+                tail = group_parts[group] = group_text(group, descriptions.get(group, ''))
+            head = tool_text(local, description)
+            text = f'{head} {tail}' if tail else head
+            fingerprint = text_hash(text)
             state.wanted[key] = fingerprint
             attached = state.attached.get(key)
             if attached == fingerprint:
@@ -189,7 +196,7 @@ class ToolVectors:
                 vectors.append(vector)
             else:
                 if fingerprint not in self._pending:
-                    self._pending[fingerprint] = embedding_text(group, local, description, descriptions.get(group, ''))
+                    self._pending[fingerprint] = text
                 self._waiting.setdefault(fingerprint, []).append((state, key))
         if stale:
             index.drop_vectors(stale)
@@ -304,13 +311,14 @@ class ToolVectors:
     # --- embedding tool texts ---
 
     async def _limit(self) -> int | None:
-        if self._max_tokens is False:
+        if not self._asked_limit:
             try:
                 limit = await self.embedder.embedder.max_input_tokens()
             except Exception:
                 limit = None
             self._max_tokens = limit if isinstance(limit, int) and limit > 0 else None
-        return self._max_tokens  # type: ignore[return-value]
+            self._asked_limit = True
+        return self._max_tokens
 
     async def _fit(self, text: str, limit: int | None) -> tuple[str, bool, int]:
         """`(text cut to `limit` tokens, whether it was cut, its estimated tokens)`."""

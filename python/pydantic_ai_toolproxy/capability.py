@@ -231,7 +231,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         assert {m.field for m in why.matches} >= {'tool name', 'group description'}
         ```
 
-        With an embedder, the hybrid fields (`keyword_share`, `cosine`, `semantic_share`, `weight`, `fused`) are
+        With an embedder, the hybrid fields (`keyword_share`, `cosine`, `semantic`, `semantic_share`, `weight`,
+        `fused`) are
         filled when a recent search embedded this very `query` (its vector is taken from the query cache; explain
         never calls the embedder), and None otherwise.
 
@@ -272,6 +273,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                             why,
                             keyword_share=keyword_share,
                             cosine=cosine,
+                            semantic=semantic_share / weight if weight > 0 else None,
                             semantic_share=semantic_share,
                             weight=weight,
                             fused=fused,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from . import _core
@@ -102,10 +102,22 @@ class ToolProxyConfig:
         _check_number('query_timeout', self.query_timeout, 0.0, MAX_WAIT_SECONDS, allow_low=False)
         _check_cache(self.embedding_cache)
 
+    def __hash__(self) -> int:
+        """Hashes by value, with an unhashable field (an `EmbeddingModel` dataclass, a store) by identity."""
+        return hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
+
     @property
     def default_limit(self) -> int:
         """The page size used when a search omits `limit`: `min(5, max_results)`."""
         return min(5, self.max_results)
+
+
+def _hashable(value: object) -> object:
+    try:
+        hash(value)
+    except TypeError:
+        return ('id', id(value))
+    return value
 
 
 def _check_number(name: str, value: object, low: float, high: float, *, allow_low: bool) -> None:
