@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_embedders import SYNONYMS, TOOLS
-from embedding_fixtures import bag_vector
+from cli_embedders import SYNONYMS, TOOLS, tool_groups
+from embedding_fixtures import BagOfWordsModel, bag_vector
+from pydantic_ai import Agent
+from support import SEARCH, Script, last_return
 
-from pydantic_ai_toolproxy import SQLiteEmbeddingStore
+from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._embedder import vector_bytes
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
 
@@ -262,3 +264,113 @@ def test_inspect_with_the_cache_off_and_the_default_path(tmp_path: Path) -> None
     anywhere = ['--embedder', f'{ROOT / EMBEDDERS}:bag', '-s', f'{ROOT / EMBEDDERS}:tool_groups']
     relative = json_of(toolproxy(*anywhere, '--embedding-cache', 'sub/v.sqlite3', 'inspect', '--json', cwd=tmp_path))
     assert relative['hybrid']['cache']['path'] == str(tmp_path / 'sub' / 'v.sqlite3')  # the working directory's
+
+
+# --- search ----------------------------------------------------------------------------------------
+
+UMBRELLA = 'should I bring an umbrella'
+
+
+async def agent_search(cache: Path, args: dict[str, Any]) -> tuple[str, BagOfWordsModel]:
+    """The page a real agent run gets for `args`, with the bag model and `cache`; and the model (its calls)."""
+    model = BagOfWordsModel(dimensions=32, synonyms=SYNONYMS, name='cli-bag')
+    proxy = ToolProxyCapability(
+        groups={name: ToolProxyGroup(source=ts, description=d) for name, (ts, d) in tool_groups().items()},
+        config=ToolProxyConfig(embedder=model, embedding_cache=str(cache), embedding_wait=60),
+    )
+    script = Script([[(SEARCH, args)], 'done'])
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    return last_return(result.all_messages(), SEARCH).model_response_str(), model
+
+
+async def test_search_with_an_embedder_is_the_page_a_run_gets_and_fills_the_cache(tmp_path: Path) -> None:
+    cache = tmp_path / 'c.sqlite3'
+    keyword = json_of(toolproxy(*SOURCES, 'search', UMBRELLA, '--json'))
+    assert 'get_forecast' not in [t['tool'] for t in keyword['tools']]  # no word of the query is in its text
+    proc = toolproxy(*BAG, *SOURCES, 'search', UMBRELLA, '--limit', '3', '--json', cache=cache)
+    assert proc.returncode == 0 and proc.stderr == '', proc.stderr
+    page = json.loads(proc.stdout)
+    assert page['tools'][0]['tool'] == 'get_forecast' and page['total'] >= 1
+    assert stored(cache) == expected_vectors()  # search embedded every tool first, into the cache
+
+    expected, model = await agent_search(cache, {'query': UMBRELLA, 'limit': 3})
+    assert proc.stdout.rstrip('\n') == expected  # what the model gets in a run whose vectors are ready
+    assert model.documents() == []  # and that run found every tool vector in the cache the CLI filled
+
+    grouped = json_of(toolproxy(*BAG, *SOURCES, 'search', UMBRELLA, '--group', 'travel', '--json', cache=cache))
+    assert {t['group'] for t in grouped['tools']} <= {'travel'}  # group= restricts both signals
+
+
+def test_search_explain_shows_the_hybrid_shares(tmp_path: Path) -> None:
+    proc = toolproxy(*BAG, *SOURCES, 'search', UMBRELLA, '--limit', '2', '--explain', cache=tmp_path / 'c')
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith('1. weather/get_forecast: '))
+    hybrid = lines[first + 1]
+    assert hybrid.startswith('   hybrid: fused 0.400 = keyword share 0.000 + semantic share 0.400 (weight 0.4; ')
+    assert hybrid.endswith(')') and 'semantic 1.00, cosine 0.' in hybrid
+    doc = json_of(
+        toolproxy(*BAG, *SOURCES, 'search', UMBRELLA, '--limit', '2', '--explain', '--json', cache=tmp_path / 'c')
+    )
+    why = doc['explain'][0]
+    assert (why['tool'], why['keyword_share'], why['semantic']) == ('get_forecast', 0.0, 1.0)
+    assert why['weight'] == pytest.approx(0.4)  # the core's float32
+    assert why['semantic_share'] == why['fused'] == pytest.approx(0.4) and 0 < why['cosine'] <= 1
+
+
+def test_search_with_a_failing_embedder_warns_and_searches_by_keywords(tmp_path: Path) -> None:
+    proc = toolproxy('--embedder', f'{EMBEDDERS}:failing', *SOURCES, 'search', 'note', '--json', cache=tmp_path / 'c')
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout) == json_of(toolproxy(*SOURCES, 'search', 'note', '--json'))  # keyword page
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith('toolproxy: warning: ')]
+    assert warnings[0] == (
+        'toolproxy: warning: the embedder failed, 7 of 7 tools rank by keywords alone: '
+        "RuntimeError('embedding quota exceeded')"
+    )
+    assert any('query embedding with bag:cli-bag failed' in w for w in warnings[1:])
+
+
+# --- on a terminal ---------------------------------------------------------------------------------
+
+
+def test_embed_on_a_terminal_shows_a_bar_then_exactly_the_piped_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_cli_terminal import assert_clean, on_terminal, piped
+    from test_cli_terminal import words as cells
+
+    args = ['--embedder', f'{EMBEDDERS}:slow_bag', *SOURCES, 'embed']
+    monkeypatch.setenv('TOOLPROXY_EMBEDDING_CACHE', str(tmp_path / 'terminal.sqlite3'))
+    screen = on_terminal(*args)
+    monkeypatch.setenv('TOOLPROXY_EMBEDDING_CACHE', str(tmp_path / 'piped.sqlite3'))
+    plain = piped(*args)
+    assert screen.status == 0 and plain.returncode == 0, plain.stderr
+    raw = screen.raw.decode()
+    assert 'embedding tool texts with bag:cli-bag' in raw  # the counted step was shown while it ran,
+    assert '7/7' in raw and '━' in raw  # with its bar and count,
+    assert_clean(screen)  # then erased
+    assert plain.stderr == ''  # and never drawn when stderr is piped
+    not_time = [w for w in cells(screen.lines) if w[0] != 'time']
+    assert not_time == [
+        w if w[0] != 'cache' else ['cache', str(tmp_path / 'terminal.sqlite3'), *w[2:]]
+        for w in cells(plain.stdout.splitlines())
+        if w[0] != 'time'
+    ]
+    assert screen.lines[2] == 'tools     7 tool texts: 7 embedded, 0 from the cache, 0 cut to the input limit, 0 failed'
+
+
+def test_a_cache_warning_on_a_terminal_stays_above_the_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_cli_terminal import assert_clean, on_terminal
+
+    cache = tmp_path / 'c.sqlite3'
+    cache.write_bytes(b'garbage ' * 1000)
+    monkeypatch.setenv('TOOLPROXY_EMBEDDING_CACHE', str(cache))
+    screen = on_terminal(*BAG, *SOURCES, 'embed')
+    assert screen.status == 1
+    assert_clean(screen)
+    text = ' '.join(' '.join(screen.lines).split())
+    warning = f'toolproxy: warning: embedding cache {cache} cannot be used (file is not a database)'
+    assert text.count(warning) == 1 and text.index(warning) < text.index('embedder bag:cli-bag')
+    assert text.endswith(
+        f'toolproxy: error: the embedding cache {cache} cannot be used (file is not a database): no vector was saved'
+    )

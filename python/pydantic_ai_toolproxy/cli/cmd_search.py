@@ -59,8 +59,8 @@ async def run_search(
 
     With `explain`, each result is followed by why it scored what it did (`ToolProxyCapability.explain`): every
     query word it matched, the field it matched in and its share of the score (`--json` adds an `explain` list
-    beside the page: `{"page": ..., "explain": [...]}`); with an embedder, also its keyword share, cosine,
-    semantic share, the weight and the fused score.
+    beside the page: `{"page": ..., "explain": [...]}`); with an embedder, also its fused score, as the keyword
+    share plus the semantic share (the weight times the normalized semantic score of its cosine).
 
     With an embedder (`--embedder`), every grouped tool gets its vector first (the cache, else the embedder, whose
     vectors are stored in the cache), so the page is what a run whose vectors are ready gets.
@@ -149,10 +149,10 @@ async def run_search(
             f'{start + i + 1}. {w.group}/{w.tool}: {head}score {w.score:.2f} (coordination {w.coordination:.2f}): {parts}'
         )
         if w.fused is not None:
-            cosine = 'no vector' if w.cosine is None else f'cosine {w.cosine:.3f}'
+            semantic = 'no vector' if w.cosine is None else f'semantic {w.semantic or 0:.2f}, cosine {w.cosine:.3f}'
             out.line(
-                f'   hybrid: keyword share {w.keyword_share:.2f}, semantic share {w.semantic_share:.2f} ({cosine}), '
-                f'weight {w.weight:g}: fused {w.fused:.3f}'
+                f'   hybrid: fused {w.fused:.3f} = keyword share {w.keyword_share or 0:.3f} + semantic share '
+                f'{w.semantic_share or 0:.3f} (weight {w.weight:g}; {semantic})'
             )
     next_offset = page['next_offset']
     out.line(
