@@ -2,7 +2,7 @@
 `-s tests/cli_embedders.py:tool_groups`): no provider, no model files. Each model is a `BagOfWordsModel`
 (tests/embedding_fixtures.py), deterministic across processes.
 
-- `bag`: 32 dimensions; `umbrella`, `rain` and `forecast` mean `weather`, so "should I bring an umbrella" finds
+- `bag`: 256 dimensions; `umbrella`, `rain` and `forecast` mean `weather`, so "should I bring an umbrella" finds
   a weather tool whose text never says umbrella.
 - `short`: the same words, but `max_input_tokens` is 6: every longer tool text is cut first (`toolproxy embed`
   counts them).
@@ -70,21 +70,23 @@ def tool_groups() -> dict[str, tuple[FunctionToolset[Any], str]]:
     return {name: (FunctionToolset(functions), description) for name, (description, functions) in TOOLS.items()}
 
 
+DIMENSIONS = 256
+"""Vector size of every model here (large enough that few words of the tools' texts share a coordinate)."""
 SYNONYMS = {'umbrella': 'weather', 'rain': 'weather', 'forecast': 'weather'}
 
-bag = BagOfWordsModel(dimensions=32, synonyms=SYNONYMS, name='cli-bag')
-short = BagOfWordsModel(dimensions=32, synonyms=SYNONYMS, name='cli-bag', max_tokens=6)
+bag = BagOfWordsModel(dimensions=DIMENSIONS, synonyms=SYNONYMS, name='cli-bag')
+short = BagOfWordsModel(dimensions=DIMENSIONS, synonyms=SYNONYMS, name='cli-bag', max_tokens=6)
 failing = BagOfWordsModel(
-    dimensions=32,
+    dimensions=DIMENSIONS,
     name='cli-bag',
     fail=RuntimeError('embedding quota exceeded'),
     query_fail=RuntimeError('embedding quota exceeded'),
 )
-slow_bag = BagOfWordsModel(dimensions=32, synonyms=SYNONYMS, name='cli-bag', delay=0.05)
+slow_bag = BagOfWordsModel(dimensions=DIMENSIONS, synonyms=SYNONYMS, name='cli-bag', delay=0.05)
 
 
 def make_bag() -> BagOfWordsModel:
-    return BagOfWordsModel(dimensions=32, synonyms=SYNONYMS, name='cli-bag')
+    return BagOfWordsModel(dimensions=DIMENSIONS, synonyms=SYNONYMS, name='cli-bag')
 
 
 not_an_embedder = 'openai:text-embedding-3-small'

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_embedders import SYNONYMS, TOOLS, tool_groups
+from cli_embedders import DIMENSIONS, SYNONYMS, TOOLS, tool_groups
 from embedding_fixtures import BagOfWordsModel, bag_vector
 from pydantic_ai import Agent
 from support import SEARCH, Script, last_return
@@ -74,7 +74,7 @@ def stored(path: Path) -> dict[bytes, bytes]:
 
 
 def expected_vectors() -> dict[bytes, bytes]:
-    return {h: vector_bytes(bag_vector(t, 32, SYNONYMS)) for h, t in texts().items()}
+    return {h: vector_bytes(bag_vector(t, DIMENSIONS, SYNONYMS)) for h, t in texts().items()}
 
 
 # --- embed -----------------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def test_embed_fills_the_cache_with_the_vectors_a_run_uses_then_finds_them_all(t
     doc = json_of(first)
     n = len(texts())
     assert n == 7
-    assert doc['embedder'] == 'bag:cli-bag' and doc['store_key'] == KEY and doc['dimensions'] == 32
+    assert doc['embedder'] == 'bag:cli-bag' and doc['store_key'] == KEY and doc['dimensions'] == DIMENSIONS
     assert doc['cache'] == {'kind': 'file', 'path': str(cache), 'vectors': n, 'fell_back': False, 'fault': None}
     assert (doc['tools'], doc['embedded'], doc['cached'], doc['cut'], doc['failed']) == (n, n, 0, 0, 0)
     assert doc['usage'] == {'input_tokens': sum(words(t) for t in texts().values())}
@@ -101,7 +101,7 @@ def test_embed_fills_the_cache_with_the_vectors_a_run_uses_then_finds_them_all(t
     plain = toolproxy(*BAG, *SOURCES, 'embed', cache=cache)
     assert plain.returncode == 0 and plain.stderr == '' and '\x1b' not in plain.stdout
     lines = plain.stdout.splitlines()
-    assert lines[0] == 'embedder  bag:cli-bag, 32 dimensions'
+    assert lines[0] == 'embedder  bag:cli-bag, 256 dimensions'
     assert lines[1] == f'cache     {cache} (7 vectors of this embedder)'
     assert lines[2] == 'tools     7 tool texts: 0 embedded, 7 from the cache, 0 cut to the input limit, 0 failed'
     assert lines[3].startswith('time      ') and lines[3].endswith(' s')
@@ -273,7 +273,7 @@ UMBRELLA = 'should I bring an umbrella'
 
 async def agent_search(cache: Path, args: dict[str, Any]) -> tuple[str, BagOfWordsModel]:
     """The page a real agent run gets for `args`, with the bag model and `cache`; and the model (its calls)."""
-    model = BagOfWordsModel(dimensions=32, synonyms=SYNONYMS, name='cli-bag')
+    model = BagOfWordsModel(dimensions=DIMENSIONS, synonyms=SYNONYMS, name='cli-bag')
     proxy = ToolProxyCapability(
         groups={name: ToolProxyGroup(source=ts, description=d) for name, (ts, d) in tool_groups().items()},
         config=ToolProxyConfig(embedder=model, embedding_cache=str(cache), embedding_wait=60),
