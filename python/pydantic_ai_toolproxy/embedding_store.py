@@ -2,9 +2,10 @@
 
 Embedding a tool collection costs an embedder call per tool; a store keeps each vector so that a restart, a
 second worker process or the `toolproxy` CLI does not pay for it again. A vector is keyed by the embedder
-(`model`: the embedder identity, `:` and the dimensions, e.g. `'openai:text-embedding-3-small:1536'`) and by
-the hash of the text it embeds (`hash`: 16 bytes of BLAKE2b over the text's UTF-8); the value is the vector as
-little-endian float32 bytes (`4 * dimensions` bytes). A store never sees a tool's text, only its hash.
+(`model`: the embedder identity, `:` and its dimensions setting, `native` for the model's own size, e.g.
+`'openai:text-embedding-3-small:native'`) and by the hash of the text it embeds (`hash`: 16 bytes of BLAKE2b over
+the text's UTF-8); the value is the vector as little-endian float32 bytes (`4 * dimensions` bytes). A store never
+sees a tool's text, only its hash.
 
 - `EmbeddingStore`: the interface (two methods). Implement it to share vectors through a database of your own
   (a fleet of workers, a Redis, a table in your Postgres).
@@ -71,7 +72,8 @@ class EmbeddingStore(Protocol):
     pipeline and the store is then treated as empty for that batch.
 
     Keys and values:
-        model: The embedder identity, `:` and the vector's dimensions (`'sentence-transformers:all-MiniLM-L6-v2:384'`).
+        model: The embedder identity, `:` and its dimensions setting (`native` for the model's own size):
+            `'sentence-transformers:all-MiniLM-L6-v2:native'`.
             Vectors of different models never mix: a lookup only returns vectors stored under the same `model`.
         hash: The text's hash, `hashlib.blake2b(text.encode(), digest_size=16).digest()` (16 bytes).
         vector: Little-endian float32, `4 * dimensions` bytes (`array('f', values).tobytes()` on a little-endian
