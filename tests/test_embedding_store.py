@@ -197,6 +197,19 @@ def test_100000_vectors_of_384_dimensions_round_trip(tmp_path: Path) -> None:
     assert took < 10  # the figure (target <= 1 s) is `python bench/embedding_cache.py`'s; this only catches a cliff
 
 
+@pytest.mark.parametrize('asked', [2_500, 2_050, 100])  # a scan in file order; index lookups (under half the rows)
+def test_big_and_small_lookups_return_exactly_the_models_vectors(tmp_path: Path, asked: int) -> None:
+    path = tmp_path / 'c.sqlite3'
+    with SQLiteEmbeddingStore(path) as store:
+        store.put_many(MODEL, items(range(3_000)))
+        store.put_many('other:model:4', {hash_of(i): struct.pack('<4f', 7, 7, 7, i) for i in range(1_000)})
+        store.put_many('other:model:4', {hash_of(i): struct.pack('<4f', 8, 8, 8, i) for i in range(5_000, 5_200)})
+        wanted = [hash_of(i) for i in range(asked)] + [hash_of(9_999)]  # one hash without a vector
+        assert store.get_many(MODEL, wanted) == items(range(asked))
+        other = store.get_many('other:model:4', wanted)
+        assert other == {hash_of(i): struct.pack('<4f', 7, 7, 7, i) for i in range(min(asked, 1_000))}
+
+
 def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
     path = tmp_path / 'c.sqlite3'
     store = SQLiteEmbeddingStore(path)

@@ -50,6 +50,9 @@ MAX_HASH_BYTES = 64
 PAGE_SIZE = 32_768
 """SQLite page size of a new cache file, in bytes: 21 vectors of 384 dimensions or 5 of 1,536 fill a page (about 94%
 of it, against 75-80% with SQLite's default 4,096), which makes the file about a fifth smaller and loads faster."""
+SCAN_AT = 2_000
+"""From this many hashes on, a lookup that asks for at least half the file's rows reads the table in file order
+(one sequential pass, about 3 times faster at 100,000 vectors than as many index lookups)."""
 _CHUNK = 500
 """Hashes looked up per `IN (...)` query (under SQLite's oldest limit of 999 bound parameters)."""
 
@@ -355,6 +358,11 @@ class SQLiteEmbeddingStore:
             if model_id is None:
                 return found
             unique = list(dict.fromkeys(hashes))
+            if len(unique) >= SCAN_AT and self._model_dominates(conn, model_id, len(unique)):
+                wanted = set(unique)
+                rows = conn.execute('SELECT hash, vector FROM vectors NOT INDEXED WHERE model = ?', (model_id,))
+                found.update(row for row in rows if row[0] in wanted)
+                return found
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
                 marks = ','.join('?' * len(chunk))
@@ -363,6 +371,13 @@ class SQLiteEmbeddingStore:
                 )
                 found.update(rows)
         return found
+
+    @staticmethod
+    def _model_dominates(conn: sqlite3.Connection, model_id: int, wanted: int) -> bool:
+        """Whether reading the whole table in file order beats looking `wanted` hashes up one by one: when they are
+        at least half the rows (other models' rows and vectors nobody asks for are read and skipped)."""
+        rows = conn.execute('SELECT count(*) FROM vectors').fetchone()[0]
+        return bool(wanted * 2 >= rows)
 
     def _write(self, model: str, items: Mapping[bytes, bytes]) -> None:
         conn = self._connection()
