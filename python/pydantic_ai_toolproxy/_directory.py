@@ -10,7 +10,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -19,9 +19,6 @@ from . import _core
 from ._members import GroupMemberToolset, SurfaceOwner
 from ._names import canonical_name, local_name
 from ._same import same_value
-
-if TYPE_CHECKING:
-    from ._vectors import ToolVectors
 
 __all__ = ('Directory', 'DirectoryCache', 'IndexRecord', 'Member', 'SearchIndexCache', 'index_record')
 
@@ -227,6 +224,18 @@ def _unchanged(old: tuple[str, object, object], group: str, description: object,
         return False
 
 
+class IndexFollower(Protocol):
+    """State that follows an index's records (hybrid search's `_vectors.ToolVectors`), told of every change."""
+
+    def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
+        """`index` just upserted `upserts` and removed the records `removed` (canonical names)."""
+        ...
+
+    def forget(self, index: _core.SearchIndex) -> None:
+        """`index` is dropped (a reset)."""
+        ...
+
+
 class SearchIndexCache:
     """The documented cache that keeps one Rust `SearchIndex` across steps and runs.
 
@@ -252,7 +261,7 @@ class SearchIndexCache:
         self.lock = threading.Lock()
         self.builds = 0
         """How many syncs changed the index (for tests and benchmarks)."""
-        self.vectors: ToolVectors | None = None
+        self.vectors: IndexFollower | None = None
         """Hybrid search: told of every upsert and removal (`ToolVectors.follow`), so tool vectors follow the index."""
 
     def reset(self) -> None:

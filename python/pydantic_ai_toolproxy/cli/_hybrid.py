@@ -18,7 +18,7 @@ __all__ = ('cache_info', 'cached_coverage', 'describe_cache', 'quiet_vectors')
 def quiet_vectors(capability: ToolProxyCapability[Any]) -> ToolVectors | None:
     """The capability's tool vectors (None without an embedder), with background embedding off: a probe run over
     it then never calls the embedder (only `embed_surface` does)."""
-    vectors = capability._runtime.vectors  # pyright: ignore[reportPrivateUsage]
+    vectors = capability.tool_vectors
     if vectors is not None:
         vectors.background = False
     return vectors
