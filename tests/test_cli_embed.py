@@ -231,7 +231,7 @@ def test_inspect_counts_the_tools_with_a_vector_without_calling_the_embedder(tmp
     assert hybrid == {
         'embedder': 'bag:cli-bag',
         'store_key': KEY,
-        'semantic_weight': 0.4,
+        'semantic_weight': ToolProxyConfig().semantic_weight,
         'cache': {'kind': 'file', 'path': str(cache), 'vectors': 0, 'fell_back': False, 'fault': None},
         'tools': 7,
         'with_vectors': 0,
@@ -242,7 +242,7 @@ def test_inspect_counts_the_tools_with_a_vector_without_calling_the_embedder(tmp
     assert after.returncode == 0 and after.stderr == ''
     lines = after.stdout.splitlines()
     assert lines[2] == (
-        'hybrid search with bag:cli-bag, semantic_weight 0.4: 5 of 7 tools have a vector '
+        f'hybrid search with bag:cli-bag, semantic_weight {ToolProxyConfig().semantic_weight:g}: 5 of 7 tools have a vector '
         '(`toolproxy embed` embeds the other 2)'
     )
     assert lines[3] == f'embedding cache {cache} (5 vectors of this embedder)'
@@ -307,15 +307,16 @@ def test_search_explain_shows_the_hybrid_shares(tmp_path: Path) -> None:
     lines = proc.stdout.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith('1. weather/get_forecast: '))
     hybrid = lines[first + 1]
-    assert hybrid.startswith('   hybrid: fused 0.400 = keyword share 0.000 + semantic share 0.400 (weight 0.4; ')
+    w = ToolProxyConfig().semantic_weight  # the default weight; the keywords match nothing, the cosine is the best
+    assert hybrid.startswith(f'   hybrid: fused {w:.3f} = keyword share 0.000 + semantic share {w:.3f} (weight {w:g}; ')
     assert hybrid.endswith(')') and 'semantic 1.00, cosine 0.' in hybrid
     doc = json_of(
         toolproxy(*BAG, *SOURCES, 'search', UMBRELLA, '--limit', '2', '--explain', '--json', cache=tmp_path / 'c')
     )
     why = doc['explain'][0]
     assert (why['tool'], why['keyword_share'], why['semantic']) == ('get_forecast', 0.0, 1.0)
-    assert why['weight'] == pytest.approx(0.4)  # the core's float32
-    assert why['semantic_share'] == why['fused'] == pytest.approx(0.4) and 0 < why['cosine'] <= 1
+    assert why['weight'] == pytest.approx(w)  # the core's float32
+    assert why['semantic_share'] == why['fused'] == pytest.approx(w) and 0 < why['cosine'] <= 1
 
 
 def test_search_with_a_failing_embedder_warns_and_searches_by_keywords(tmp_path: Path) -> None:

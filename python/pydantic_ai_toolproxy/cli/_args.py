@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar='MODEL',
         help='hybrid search with this embedder: a model name (openai:text-embedding-3-small) or module:attr',
     )
-    cfg.add_argument('--semantic-weight', type=_number, metavar='W', help='share of the semantic signal, 0..1 (0.4)')
+    cfg.add_argument('--semantic-weight', type=_number, metavar='W', help='share of the semantic signal, 0..1 (0.35)')
     cfg.add_argument(
         '--embedding-cache', metavar='PATH', help='the embedding cache file (off: memory only; default: see below)'
     )

@@ -32,7 +32,7 @@ presentation = "proxy"                        # no group: the file names them
 [discovery]                                   # optional ToolProxyConfig fields
 max_search_bytes = 32768
 embedder = "openai:text-embedding-3-small"    # hybrid search (or "embedders.py:model", a module:attribute)
-semantic_weight = 0.4
+semantic_weight = 0.35
 embedding_cache = "vectors.sqlite3"           # "off" (or false): memory only; omitted: the default file
 ```
 
