@@ -4,7 +4,8 @@ Every fault is a real file in a real state (garbage bytes, damaged pages, chmod 
 another process holding an exclusive lock, another format, another application's SQLite file); each must fall back
 to memory with exactly one warning on the `pydantic_ai_toolproxy` logger and never raise. Processes are real
 subprocesses (tests/embedding_store_worker.py); when the suite runs as root (who ignores file modes), the
-read-only cases run their process without root's override of file modes.
+read-only cases run their process without root's override of file modes. A real `Agent` run over an unusable
+cache file still searches by meaning (vectors kept in memory) with one warning.
 """
 
 from __future__ import annotations
@@ -194,6 +195,19 @@ def test_100000_vectors_of_384_dimensions_round_trip(tmp_path: Path) -> None:
         assert not store.fell_back and store.count(model) == 100_000
     assert loaded == stored
     assert took < 10  # the figure (target <= 1 s) is `python bench/embedding_cache.py`'s; this only catches a cliff
+
+
+@pytest.mark.parametrize('asked', [2_500, 2_050, 100])  # a scan in file order; index lookups (under half the rows)
+def test_big_and_small_lookups_return_exactly_the_models_vectors(tmp_path: Path, asked: int) -> None:
+    path = tmp_path / 'c.sqlite3'
+    with SQLiteEmbeddingStore(path) as store:
+        store.put_many(MODEL, items(range(3_000)))
+        store.put_many('other:model:4', {hash_of(i): struct.pack('<4f', 7, 7, 7, i) for i in range(1_000)})
+        store.put_many('other:model:4', {hash_of(i): struct.pack('<4f', 8, 8, 8, i) for i in range(5_000, 5_200)})
+        wanted = [hash_of(i) for i in range(asked)] + [hash_of(9_999)]  # one hash without a vector
+        assert store.get_many(MODEL, wanted) == items(range(asked))
+        other = store.get_many('other:model:4', wanted)
+        assert other == {hash_of(i): struct.pack('<4f', 7, 7, 7, i) for i in range(min(asked, 1_000))}
 
 
 def test_a_forked_child_opens_its_own_connection(tmp_path: Path) -> None:
@@ -404,3 +418,43 @@ def test_default_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     assert (
         default_embedding_cache_path() == tmp_path / 'home' / '.cache' / 'pydantic-ai-toolproxy' / 'embeddings.sqlite3'
     )
+
+
+# --- a real run over a cache that cannot be used
+
+
+@pytest.mark.parametrize('fault', ['garbage', 'other-format'])
+async def test_an_agent_run_over_an_unusable_cache_searches_by_meaning_with_one_warning(
+    fault: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from cli_embedders import DIMENSIONS, SYNONYMS, tool_groups
+    from embedding_fixtures import BagOfWordsModel
+    from pydantic_ai import Agent
+    from support import SEARCH, Script, returns
+
+    from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+
+    path = tmp_path / 'c.sqlite3'
+    if fault == 'garbage':
+        path.write_bytes(b'\x00garbage' * 4096)
+    else:
+        filled_cache(path)
+        conn = sqlite3.connect(path)
+        conn.execute(f'PRAGMA user_version={FORMAT_VERSION + 7}')
+        conn.close()
+    before = path.read_bytes()
+    model = BagOfWordsModel(dimensions=DIMENSIONS, synonyms=SYNONYMS)
+    proxy = ToolProxyCapability(
+        groups={name: ToolProxyGroup(source=ts, description=d) for name, (ts, d) in tool_groups().items()},
+        config=ToolProxyConfig(embedder=model, embedding_cache=str(path), embedding_wait=60),
+    )
+    query = {'query': 'should I bring an umbrella', 'limit': 2}
+    script = Script([[(SEARCH, query)], [(SEARCH, query)], 'done'])
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    pages = [json.loads(p.model_response_str()) for p in returns(result.all_messages()) if p.tool_name == SEARCH]
+    assert result.output == 'done'
+    assert [p['tools'][0]['tool'] for p in pages] == ['get_forecast', 'get_forecast']  # by meaning, both searches
+    assert len(model.documents()) == 7  # each tool embedded once, kept in memory after the fallback
+    store_warnings = [m for m in warnings_of(caplog) if 'embedding cache' in m]
+    assert len(store_warnings) == 1 and str(path) in store_warnings[0]
+    assert path.read_bytes() == before

@@ -2,9 +2,10 @@
 
 Embedding a tool collection costs an embedder call per tool; a store keeps each vector so that a restart, a
 second worker process or the `toolproxy` CLI does not pay for it again. A vector is keyed by the embedder
-(`model`: the embedder identity, `:` and the dimensions, e.g. `'openai:text-embedding-3-small:1536'`) and by
-the hash of the text it embeds (`hash`: 16 bytes of BLAKE2b over the text's UTF-8); the value is the vector as
-little-endian float32 bytes (`4 * dimensions` bytes). A store never sees a tool's text, only its hash.
+(`model`: the embedder identity, `:` and its dimensions setting, `native` for the model's own size, e.g.
+`'openai:text-embedding-3-small:native'`) and by the hash of the text it embeds (`hash`: 16 bytes of BLAKE2b over
+the text's UTF-8); the value is the vector as little-endian float32 bytes (`4 * dimensions` bytes). A store never
+sees a tool's text, only its hash.
 
 - `EmbeddingStore`: the interface (two methods). Implement it to share vectors through a database of your own
   (a fleet of workers, a Redis, a table in your Postgres).
@@ -49,6 +50,9 @@ MAX_HASH_BYTES = 64
 PAGE_SIZE = 32_768
 """SQLite page size of a new cache file, in bytes: 21 vectors of 384 dimensions or 5 of 1,536 fill a page (about 94%
 of it, against 75-80% with SQLite's default 4,096), which makes the file about a fifth smaller and loads faster."""
+SCAN_AT = 2_000
+"""From this many hashes on, a lookup that asks for at least half the file's rows reads the table in file order
+(one sequential pass, about 3 times faster at 100,000 vectors than as many index lookups)."""
 _CHUNK = 500
 """Hashes looked up per `IN (...)` query (under SQLite's oldest limit of 999 bound parameters)."""
 
@@ -71,7 +75,8 @@ class EmbeddingStore(Protocol):
     pipeline and the store is then treated as empty for that batch.
 
     Keys and values:
-        model: The embedder identity, `:` and the vector's dimensions (`'sentence-transformers:all-MiniLM-L6-v2:384'`).
+        model: The embedder identity, `:` and its dimensions setting (`native` for the model's own size):
+            `'sentence-transformers:all-MiniLM-L6-v2:native'`.
             Vectors of different models never mix: a lookup only returns vectors stored under the same `model`.
         hash: The text's hash, `hashlib.blake2b(text.encode(), digest_size=16).digest()` (16 bytes).
         vector: Little-endian float32, `4 * dimensions` bytes (`array('f', values).tobytes()` on a little-endian
@@ -281,6 +286,15 @@ class SQLiteEmbeddingStore:
                 with suppress(sqlite3.Error):  # closing a connection that failed mid-way
                     conn.close()
 
+    def __del__(self) -> None:
+        # Close our own connection when the store is collected (CPython 3.13 warns about an unclosed one). A
+        # connection inherited across `os.fork` is never closed from the child: closing may checkpoint and delete
+        # the parent's write-ahead log.
+        conn = self.__dict__.get('_conn')
+        if conn is not None and self.__dict__.get('_pid') == os.getpid():
+            with suppress(Exception):
+                conn.close()
+
     def __enter__(self) -> SQLiteEmbeddingStore:
         return self
 
@@ -344,6 +358,11 @@ class SQLiteEmbeddingStore:
             if model_id is None:
                 return found
             unique = list(dict.fromkeys(hashes))
+            if len(unique) >= SCAN_AT and self._model_dominates(conn, model_id, len(unique)):
+                wanted = set(unique)
+                rows = conn.execute('SELECT hash, vector FROM vectors NOT INDEXED WHERE model = ?', (model_id,))
+                found.update(row for row in rows if row[0] in wanted)
+                return found
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
                 marks = ','.join('?' * len(chunk))
@@ -352,6 +371,13 @@ class SQLiteEmbeddingStore:
                 )
                 found.update(rows)
         return found
+
+    @staticmethod
+    def _model_dominates(conn: sqlite3.Connection, model_id: int, wanted: int) -> bool:
+        """Whether reading the whole table in file order beats looking `wanted` hashes up one by one: when they are
+        at least half the rows (other models' rows and vectors nobody asks for are read and skipped)."""
+        rows = conn.execute('SELECT count(*) FROM vectors').fetchone()[0]
+        return bool(wanted * 2 >= rows)
 
     def _write(self, model: str, items: Mapping[bytes, bytes]) -> None:
         conn = self._connection()

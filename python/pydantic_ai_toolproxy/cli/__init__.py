@@ -3,6 +3,7 @@
     toolproxy [sources] inspect [--full] [--json]
     toolproxy [sources] search QUERY [--group G] [--limit N] [--offset K] [--json]
     toolproxy [sources] check [--strict] [--json]
+    toolproxy [sources] --embedder MODEL embed [--json]
 
 Also `python -m pydantic_ai_toolproxy`. Every figure comes from a real `pydantic_ai.Agent` run over the
 sources under a real `ToolProxyCapability`, driven by a scripted `FunctionModel` (`_probe`), so what the
@@ -12,22 +13,25 @@ without a traceback.
 
 On a terminal, progress is shown on stderr while sources load and probes run, and erased before the
 first result line, so the screen ends with what piped output holds. Pydantic AI's first-run banner is
-turned off (`pydantic_ai.BANNER_ENABLED`): the CLI owns its output.
+turned off (`pydantic_ai.BANNER_ENABLED`): the CLI owns its output. Warnings the package logs (an embedding cache
+that cannot be used, an embedder that fails) are shown on stderr as `toolproxy: warning: ...`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import pydantic_ai
 
 from .._messages import cut, encodes
 from ._args import build_parser, config_overrides
-from ._progress import Progress
+from ._progress import Progress, WarningHandler
 from ._render import Output, error
 from ._session import open_surface
 from ._sources import SourceError
@@ -37,18 +41,21 @@ __all__ = ('main',)
 
 async def _run(ns: argparse.Namespace) -> int:
     from .cmd_check import run_check
+    from .cmd_embed import run_embed
     from .cmd_inspect import run_inspect
     from .cmd_search import run_search
 
     progress = Progress()
     out = Output(as_json=getattr(ns, 'json', False), before_write=progress.close)  # the real stdout, taken first
-    with progress:
+    with progress, _warnings_shown(progress):
         async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress) as surface:
             command = ns.command
             if command == 'check':  # reports servers that did not start as errors
                 return await run_check(surface, out, progress, strict=ns.strict)
             for _, message in surface.unavailable:
                 out.warning(message)
+            if command == 'embed':
+                return await run_embed(surface, out, progress)
             if command == 'inspect':
                 return await run_inspect(surface, out, progress, full=ns.full)
             return await run_search(
@@ -61,6 +68,18 @@ async def _run(ns: argparse.Namespace) -> int:
                 offset=ns.offset,
                 explain=ns.explain,
             )
+
+
+@contextmanager
+def _warnings_shown(progress: Progress) -> Iterator[None]:
+    """Show the package's logged warnings as `toolproxy: warning: ...` lines while a command runs."""
+    logger = logging.getLogger('pydantic_ai_toolproxy')
+    handler = WarningHandler(progress)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -26,10 +26,17 @@ sources (before the command; --group/--description apply to the source just befo
   --mcp-config mcp.json                            an mcpServers file: one group per server
   --config toolproxy.toml                          the Host schema: tool_sources, presentation, group
 
+hybrid search (an embedder beside the keyword ranking; vectors cached in a file):
+  --embedder openai:text-embedding-3-small         a model name Pydantic AI resolves
+  --embedder mypkg.embedders:model                 an EmbeddingModel or Embedder (module:attr, or file.py:attr)
+  --embedding-cache vectors.sqlite3                the cache file (default $TOOLPROXY_EMBEDDING_CACHE, else
+                                                   ~/.cache/pydantic-ai-toolproxy/embeddings.sqlite3; off: none)
+
 examples:
   toolproxy --config examples/toolproxy.toml inspect
   toolproxy --config examples/toolproxy.toml search "convert temperature" --group notes
   toolproxy -s examples/bfcl_tools.py:bfcl_toolsets check --json
+  toolproxy --embedder openai:text-embedding-3-small embed --config examples/toolproxy.toml
 
 exit status: 0 ok; 1 a problem that would fail at runtime (check), a refused search, or sources the
 proxy cannot prepare; 2 bad arguments or sources that cannot be loaded."""
@@ -65,8 +72,16 @@ def _integer(text: str) -> int:
     return value
 
 
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected a number, got {text!r}') from None
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The `toolproxy` parser: global source options, then `inspect`, `search` or `check`."""
+    """The `toolproxy` parser: global source options, then `inspect`, `search`, `check` or `embed`."""
     parser = argparse.ArgumentParser(
         prog='toolproxy',
         description=DESCRIPTION,
@@ -135,6 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
     cfg.add_argument('--call-name', metavar='NAME')
     cfg.add_argument('--max-results', type=_integer, metavar='N')
     cfg.add_argument('--max-search-bytes', type=_integer, metavar='BYTES')
+    cfg.add_argument(
+        '--embedder',
+        metavar='MODEL',
+        help='hybrid search with this embedder: a model name (openai:text-embedding-3-small) or module:attr',
+    )
+    cfg.add_argument('--semantic-weight', type=_number, metavar='W', help='share of the semantic signal, 0..1 (0.35)')
+    cfg.add_argument(
+        '--embedding-cache', metavar='PATH', help='the embedding cache file (off: memory only; default: see below)'
+    )
     parser.add_argument('--json', action='store_true', default=argparse.SUPPRESS, help='print JSON for machines')
 
     commands = parser.add_subparsers(dest='command', metavar='COMMAND')
@@ -152,16 +176,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check = commands.add_parser('check', help='everything that would fail or misbehave at runtime (exit 1 on errors)')
     check.add_argument('--strict', action='store_true', help='exit 1 on warnings too')
-    for sub in (inspect, search, check):
+    commands.add_parser(
+        'embed',
+        help='embed every grouped tool now and fill the embedding cache (needs --embedder or a config embedder)',
+    )
+    for sub in commands.choices.values():
         sub.add_argument('--json', action='store_true', default=argparse.SUPPRESS, help='print JSON for machines')
+        sub.add_argument(
+            '--config', type=Path, metavar='FILE', default=argparse.SUPPRESS, help='the config file (as before COMMAND)'
+        )
     return parser
 
 
 def config_overrides(ns: argparse.Namespace) -> dict[str, Any]:
-    """`ToolProxyConfig` fields given on the command line (None = not given)."""
+    """`ToolProxyConfig` fields given on the command line (None = not given). `embedder` is still the text given
+    (`_session.open_surface` resolves it) and `embedding_cache` the path text (`off`: memory only)."""
     return {
         'search_name': ns.search_name,
         'call_name': ns.call_name,
         'max_results': ns.max_results,
         'max_search_bytes': ns.max_search_bytes,
+        'embedder': ns.embedder,
+        'semantic_weight': ns.semantic_weight,
+        'embedding_cache': ns.embedding_cache,
     }

@@ -31,12 +31,16 @@ presentation = "proxy"                        # no group: the file names them
 
 [discovery]                                   # optional ToolProxyConfig fields
 max_search_bytes = 32768
+embedder = "openai:text-embedding-3-small"    # hybrid search (or "embedders.py:model", a module:attribute)
+semantic_weight = 0.35
+embedding_cache = "vectors.sqlite3"           # "off" (or false): memory only; omitted: the default file
 ```
 
 Sources defined but not listed in `tool_sources` stay direct. A `module` source that yields a
 `ToolProxyCapability` or a mapping of groups, and an `mcp_config` source, are listed with `presentation = "proxy"`
 and no `group`.
-Relative paths (module files, the stdio command's working directory) are resolved against the file's directory.
+Relative paths (module files, the stdio command's working directory, the embedder's module, the embedding cache)
+are resolved against the file's directory.
 """
 
 from __future__ import annotations
@@ -46,8 +50,18 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
+from ._embedder import EmbedderSpec, cache_setting
 from ._sources import SourceError, SourceSpec
 
 __all__ = ('load_config',)
@@ -102,6 +116,11 @@ class Discovery(_Model):
     max_results: StrictInt | None = None
     max_search_bytes: StrictInt | None = None
     include_instructions: StrictBool | None = None
+    embedder: StrictStr | None = None
+    semantic_weight: StrictFloat | StrictInt | None = None
+    embedding_cache: StrictStr | Literal[False] | None = None
+    embedding_wait: StrictFloat | StrictInt | None = None
+    query_timeout: StrictFloat | StrictInt | None = None
 
 
 class HostConfig(_Model):
@@ -129,7 +148,8 @@ def _read(path: Path) -> Any:
 
 
 def load_config(path: Path) -> tuple[list[SourceSpec], dict[str, Any]]:
-    """Read a config file: the source specs (listed ones first, then unlisted ones, direct) and discovery overrides.
+    """Read a config file: the source specs (listed ones first, then unlisted ones, direct) and discovery overrides
+    (`ToolProxyConfig` fields; `embedder` as an unresolved `EmbedderSpec`, `embedding_cache` as `cache_setting`).
 
     Raises:
         SourceError: unreadable file, invalid TOML/JSON, a schema violation (unknown key, wrong type, missing
@@ -156,7 +176,12 @@ def load_config(path: Path) -> tuple[list[SourceSpec], dict[str, Any]]:
     for source_id, definition in config.sources.items():
         if source_id not in listed:
             specs.append(_spec(source_id, definition, base, None))
-    return specs, config.discovery.model_dump(exclude_none=True)
+    discovery = config.discovery.model_dump(exclude_none=True)
+    if 'embedder' in discovery:
+        discovery['embedder'] = EmbedderSpec(discovery['embedder'], base, f'{path}: discovery.embedder')
+    if 'embedding_cache' in discovery:
+        discovery['embedding_cache'] = cache_setting(discovery['embedding_cache'], base)
+    return specs, discovery
 
 
 def _spec(source_id: str, definition: SourceDefinition, base: Path, entry: ToolSource | None) -> SourceSpec:

@@ -1,20 +1,52 @@
 """Progress on stderr while sources load and probes run: a rich spinner per step on a terminal, silent otherwise.
 
+A counted step (`Progress.step(..., total=N)`, e.g. `toolproxy embed`'s tools) also shows a bar and `done/total`. Warnings the
+package logs (`pydantic_ai_toolproxy` logger) are printed above the display (`Progress.warn`).
+
 The display is transient: `close()` erases it, and the CLI calls that before it prints any result or error
 (`Output(before_write=progress.close)`), so a terminal ends with exactly what piped output holds.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.progress import Progress as RichProgress
-from rich.progress import SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
 
-__all__ = ('Progress',)
+__all__ = ('Progress', 'WarningHandler')
+
+
+class _OnlyCounted(ProgressColumn):
+    """A bar and `done/total`, for counted steps only (`Progress.step(..., total=N)`); nothing for a plain step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._bar = BarColumn(bar_width=30)
+        self._count = MofNCompleteColumn()
+
+    def render(self, task: Task) -> RenderableType:
+        if not task.fields.get('counted'):
+            return Text('')
+        row = Table.grid(padding=(0, 1))
+        row.add_row(self._bar.render(task), self._count.render(task))
+        return row
 
 
 class Step:
@@ -24,11 +56,20 @@ class Step:
         self._owner = owner
         self._task = task
 
+    def update(self, done: int, total: int) -> None:
+        """Move a counted step's bar to `done` of `total` (nothing for a plain step or a closed display)."""
+        progress = self._owner._progress
+        if progress is not None and self._task is not None:
+            progress.update(TaskID(self._task), completed=done, total=max(total, 1))
+
     def done(self, text: str) -> None:
         """Show `text` with a check mark in place of the step's label (nothing once the display is closed)."""
         progress = self._owner._progress
         if progress is not None and self._task is not None:
-            progress.update(TaskID(self._task), description=f'[green]✓[/] {escape(text)}', completed=1, refresh=True)
+            total = next((t.total for t in progress.tasks if t.id == self._task), 1)
+            progress.update(
+                TaskID(self._task), description=f'[green]✓[/] {escape(text)}', completed=total, refresh=True
+            )
 
 
 class Progress:
@@ -47,6 +88,7 @@ class Progress:
             self._progress = RichProgress(
                 SpinnerColumn(finished_text=' '),
                 TextColumn('{task.description}'),
+                _OnlyCounted(),
                 TimeElapsedColumn(),
                 console=self.console,
                 transient=True,
@@ -70,16 +112,45 @@ class Progress:
             progress, self._progress = self._progress, None
             progress.__exit__(None, None, None)
 
+    def warn(self, message: str) -> None:
+        """Print `toolproxy: warning: message` on stderr, above the display while it is shown."""
+        if self._progress is not None:
+            self._progress.console.print(f'toolproxy: warning: {message}', markup=False, highlight=False)
+        else:
+            sys.stderr.write(f'toolproxy: warning: {message}\n')
+
     @contextmanager
-    def step(self, label: str) -> Iterator[Step]:
-        """A spinner labelled `label` until the block ends; stays on screen with its outcome until `close()`."""
+    def step(self, label: str, *, total: int | None = None) -> Iterator[Step]:
+        """A spinner labelled `label` until the block ends; stays on screen with its outcome until `close()`.
+
+        With `total`, a counted step: a bar and `done/total` follow the label (`Step.update` moves them).
+        """
         progress = self._progress
-        task = progress.add_task(escape(label), total=1) if progress is not None else None
+        task = (
+            progress.add_task(escape(label), total=max(total or 1, 1), counted=total is not None)
+            if progress is not None
+            else None
+        )
         if progress is not None:
             progress.refresh()  # draw the label now: a step quicker than the refresh period is still shown
         step = Step(self, task)
         try:
             yield step
         finally:
-            if self._progress is not None and task is not None:
+            if self._progress is not None and task is not None and total is None:
                 self._progress.update(task, completed=1)
+
+
+class WarningHandler(logging.Handler):
+    """Shows the package's logged warnings (`pydantic_ai_toolproxy` logger: a cache that cannot be used, an
+    embedder that failed) as `toolproxy: warning: ...` lines through `Progress.warn`."""
+
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(logging.WARNING)
+        self.progress = progress
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        self.messages.append(message)
+        self.progress.warn(message)

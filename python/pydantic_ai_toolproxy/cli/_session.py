@@ -12,6 +12,7 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from .._mcp_config import MCPServerToolset, first_listing
 from ._config import load_config
+from ._embedder import EmbedderSpec, cache_setting, resolve_embedder
 from ._progress import Progress
 from ._sources import SourceError, SourceSpec, Surface, build_surface
 
@@ -84,6 +85,9 @@ async def open_surface(
 ) -> AsyncIterator[Surface]:
     """Load the config file's sources, then `specs`, into one `Surface`, with its MCP servers running.
 
+    `overrides`: `ToolProxyConfig` fields from the command line (None = not given; they win over the config
+    file's `[discovery]`); an `embedder` text is resolved here (`_embedder.resolve_embedder`).
+
     Each MCP toolset is entered once here (and its tool list fetched, with a progress step per server), so
     the probe runs reuse one connection per server; all are closed when the block ends. A server of an
     `mcpServers` file (`--mcp-config`) that does not start is left out with its group and recorded in
@@ -91,9 +95,15 @@ async def open_surface(
     fails the command.
 
     Raises:
-        SourceError: no sources, a source that cannot be loaded, or an MCP server that cannot start.
+        SourceError: no sources, a source that cannot be loaded, an embedder that cannot be resolved, or an MCP
+            server that cannot start.
     """
     all_specs: list[SourceSpec] = []
+    overrides = dict(overrides)
+    if isinstance(overrides.get('embedder'), str):
+        overrides['embedder'] = EmbedderSpec(overrides['embedder'], Path.cwd(), '--embedder')
+    if isinstance(overrides.get('embedding_cache'), str):
+        overrides['embedding_cache'] = cache_setting(overrides['embedding_cache'], Path.cwd())
     if config_file is not None:
         file_specs, discovery = load_config(config_file)
         all_specs.extend(file_specs)
@@ -101,6 +111,8 @@ async def open_surface(
     all_specs.extend(specs)
     if not all_specs:
         raise SourceError('no sources: name them with -s/--source, --mcp-stdio, --mcp-http or --config (see --help)')
+    if isinstance(overrides.get('embedder'), EmbedderSpec):
+        overrides['embedder'] = await resolve_embedder(overrides['embedder'])
     with progress.step('loading sources') as step:
         surface = await build_surface(all_specs, overrides)
         step.done(f'{len(surface.groups)} groups, {len(surface.direct)} direct sources')

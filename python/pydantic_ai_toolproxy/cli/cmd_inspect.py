@@ -15,6 +15,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
+from ._hybrid import cached_coverage, describe_cache, quiet_vectors
 from ._probe import ProbeRun, definition_bytes, grouped_members, probe, text_bytes
 from ._progress import Progress
 from ._render import Column, Output, clip, num, plural
@@ -33,6 +34,7 @@ def _added(run: ProbeRun, baseline: ProbeRun) -> tuple[list[ToolDefinition], int
 async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
     """The inspect document (see `run_inspect`), or the preparation error's message when the proxy cannot prepare."""
     capability = surface.capability()
+    vectors = quiet_vectors(capability)  # inspect never calls the embedder
     direct_toolsets, direct_caps = surface.direct_toolsets(), surface.direct_capabilities()
     with progress.step('preparing the tools with the proxy') as step:
         proxied = await probe(toolsets=direct_toolsets, capabilities=[*direct_caps, capability])
@@ -50,6 +52,7 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
             capabilities=[*direct_caps, *(s for s in group_sources if isinstance(s, AbstractCapability))],
         )
     assert proxied.snapshot is not None and baseline.snapshot is not None
+    hybrid = None if vectors is None else await cached_coverage(capability, vectors, proxied.snapshot.tools)
     config = surface.config
     members = grouped_members(capability, proxied.snapshot)
     controls, proxy_instructions = _added(proxied, baseline)
@@ -91,6 +94,7 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
             for name, group in surface.groups.items()
         ],
         'grouped_tools': sum(len(m) for m in members.values()),
+        'hybrid': hybrid,
         'direct_tools': baseline.snapshot.offered(),
         'per_request': {'proxy': proxy, 'direct': direct},
         'controls': [
@@ -104,7 +108,9 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
 async def run_inspect(surface: Surface, out: Output, progress: Progress, *, full: bool = False) -> int:
     """Print the groups and the per-request bytes; exit status 0, or 1 when the proxy cannot prepare.
 
-    JSON document: `config`; `groups` (`name`, `description`, `tools`, `sources`); `grouped_tools`;
+    JSON document: `config`; `groups` (`name`, `description`, `tools`, `sources`); `grouped_tools`; `hybrid` (null
+    without an embedder; else `embedder`, `store_key`, `semantic_weight`, `cache` and `with_vectors` of `tools`:
+    the tool texts that already have a vector in the embedding cache, looked up without calling the embedder);
     `direct_tools` (names offered either way); `per_request.proxy` (`controls` with their `bytes`,
     `tool_bytes`, `instructions_bytes`, `total_bytes`) and `per_request.direct` (`tools`, `tool_bytes`,
     `instructions_bytes`, `total_bytes`, or `error` when the tools cannot all be offered directly);
@@ -137,6 +143,15 @@ def _print(doc: dict[str, Any], out: Output, full: bool) -> None:
         f'controls {config["search_name"]} / {config["call_name"]}; max_results {config["max_results"]}, '
         f'max_search_bytes {num(config["max_search_bytes"])}'
     )
+    hybrid = doc['hybrid']
+    if hybrid is not None:
+        missing = hybrid['tools'] - hybrid['with_vectors']
+        out.line(
+            f'hybrid search with {hybrid["embedder"]}, semantic_weight {hybrid["semantic_weight"]:g}: '
+            f'{num(hybrid["with_vectors"])} of {plural(hybrid["tools"], "tool")} have a vector'
+            + (f' (`toolproxy embed` embeds the other {num(missing)})' if missing else '')
+        )
+        out.line(f'embedding cache {describe_cache(hybrid["cache"])}')
     out.line()
     out.table(
         [Column('group'), Column('tools', 'right'), Column('description', max_width=72)],

@@ -12,12 +12,36 @@ from dataclasses import asdict
 from typing import Any
 
 from .._search import entry_size
+from .._vectors import embed_surface
+from ..capability import ToolProxyCapability
+from ._hybrid import quiet_vectors
 from ._probe import probe
 from ._progress import Progress
 from ._render import Column, Output, num
 from ._sources import SourceError, Surface
 
 __all__ = ('run_search',)
+
+
+async def _embed_first(surface: Surface, capability: ToolProxyCapability[Any], progress: Progress) -> str | None:
+    """With an embedder: give every grouped tool its vector before the search (from the cache, else the embedder,
+    stored in the cache), so the page is the hybrid ranking of a warmed-up run. An embedder that fails is warned
+    about and the search goes on (the tools without a vector rank by keywords, as in a run). Returns the error
+    message when the proxy cannot prepare the sources, else None."""
+    vectors = quiet_vectors(capability)
+    if vectors is None:
+        return None
+    with progress.step('preparing the tools with the proxy'):
+        run = await probe(toolsets=surface.direct_toolsets(), capabilities=[*surface.direct_capabilities(), capability])
+    if run.error is not None or run.snapshot is None:
+        return f'the proxy cannot prepare these sources: {run.error}\nRun `toolproxy check` to list every problem with its fix.'
+    with progress.step(f'embedding tool texts with {vectors.embedder.describe()}', total=0) as bar:
+        counts = await embed_surface(capability, run.snapshot.tools, progress=bar.update)
+    if counts.error is not None:
+        progress.warn(
+            f'the embedder failed, {counts.failed:,} of {counts.tools:,} tools rank by keywords alone: {counts.error}'
+        )
+    return None
 
 
 async def run_search(
@@ -35,7 +59,11 @@ async def run_search(
 
     With `explain`, each result is followed by why it scored what it did (`ToolProxyCapability.explain`): every
     query word it matched, the field it matched in and its share of the score (`--json` adds an `explain` list
-    beside the page: `{"page": ..., "explain": [...]}`).
+    beside the page: `{"page": ..., "explain": [...]}`); with an embedder, also its fused score, as the keyword
+    share plus the semantic share (the weight times the normalized semantic score of its cosine).
+
+    With an embedder (`--embedder`), every grouped tool gets its vector first (the cache, else the embedder, whose
+    vectors are stored in the cache), so the page is what a run whose vectors are ready gets.
 
     Only the arguments given are sent (the model may omit `group`, `limit` and `offset` too).
     `--json` prints the tool return exactly as the model receives it (compact JSON, UTF-8); otherwise a
@@ -59,6 +87,10 @@ async def run_search(
     if offset is not None:
         args['offset'] = offset
     capability = surface.capability()
+    failed = await _embed_first(surface, capability, progress)
+    if failed is not None:
+        out.error(failed)
+        return 1
     with progress.step(f'searching {json.dumps(args, ensure_ascii=False)}'):
         run = await probe(
             toolsets=surface.direct_toolsets(),
@@ -116,6 +148,12 @@ async def run_search(
         out.line(
             f'{start + i + 1}. {w.group}/{w.tool}: {head}score {w.score:.2f} (coordination {w.coordination:.2f}): {parts}'
         )
+        if w.fused is not None:
+            semantic = 'no vector' if w.cosine is None else f'semantic {w.semantic or 0:.2f}, cosine {w.cosine:.3f}'
+            out.line(
+                f'   hybrid: fused {w.fused:.3f} = keyword share {w.keyword_share or 0:.3f} + semantic share '
+                f'{w.semantic_share or 0:.3f} (weight {w.weight:g}; {semantic})'
+            )
     next_offset = page['next_offset']
     out.line(
         f'total {num(page["total"])}, next_offset {"null" if next_offset is None else next_offset}, '

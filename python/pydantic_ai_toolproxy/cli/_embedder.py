@@ -1,0 +1,94 @@
+"""The CLI's embedder (`--embedder`, or `embedder = "..."` in a config file): a model name or a `module:attribute`.
+
+- A model name is what Pydantic AI resolves: `provider:model`, e.g. `openai:text-embedding-3-small`,
+  `sentence-transformers:all-MiniLM-L6-v2`, `gateway/openai:text-embedding-3-small` (one word, or a
+  `gateway/...` name, before the first colon).
+- A `module:attribute` names an `EmbeddingModel` or `Embedder` object (or a zero-argument function returning one)
+  the way `-s` names a source: `path/to/file.py:attribute` or `dotted.module:attribute`. A module of a single word
+  would read as a provider, so write it as a file (`./embedders.py:model`).
+
+The name is resolved here, before any probe runs, so an unknown provider or a missing package or API key is one
+error line (exit status 2), not a warning in the middle of a search.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..embedding_store import MemoryEmbeddingStore
+from ._sources import SourceError, load_target
+
+__all__ = ('EmbedderSpec', 'cache_setting', 'is_module_target', 'resolve_embedder')
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """An embedder named on the command line or in a config file, before it is resolved.
+
+    Attributes:
+        text: The value as written.
+        base_dir: What a relative module path is resolved against.
+        label: How messages name the setting (`--embedder`, `FILE: discovery.embedder`).
+    """
+
+    text: str
+    base_dir: Path
+    label: str
+
+
+def cache_setting(value: str | bool, base_dir: Path) -> Any:
+    """`ToolProxyConfig.embedding_cache` for a cache setting as written: `off` (or `false` in a config file) is
+    memory only (a `MemoryEmbeddingStore`), anything else a file path, `~` expanded, relative to `base_dir`."""
+    if value is False or (isinstance(value, str) and value.strip().lower() == 'off'):
+        return MemoryEmbeddingStore()
+    path = Path(os.path.expanduser(str(value)))
+    return str(path if path.is_absolute() else base_dir / path)
+
+
+def is_module_target(value: str) -> bool:
+    """Whether `value` names a `module:attribute` (a `.py` file, a path, or a dotted module) rather than a model."""
+    module, sep, attr = value.rpartition(':')
+    if not sep or not module or not attr:
+        return False
+    if module.endswith('.py'):
+        return True
+    if ('/' in module or '\\' in module) and not module.startswith('gateway/'):
+        return True
+    parts = module.split('.')
+    return len(parts) > 1 and all(p.isidentifier() for p in parts)
+
+
+async def resolve_embedder(spec: EmbedderSpec) -> Any:
+    """The embedder `spec` names: the loaded `EmbeddingModel` / `Embedder`, or the model a name resolves to.
+
+    Raises:
+        SourceError: an empty value, a module that cannot be loaded or holds something else, or a model name
+            Pydantic AI cannot resolve (unknown provider, missing package, missing API key), each named.
+    """
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel, infer_embedding_model
+
+    value, label = spec.text, spec.label
+    if not value.strip():
+        raise SourceError(
+            f'{label}: the embedder is empty; name a model (openai:text-embedding-3-small) or module:attr'
+        )
+    if is_module_target(value):
+        obj = await load_target(value, spec.base_dir, label)
+        if not isinstance(obj, (Embedder, EmbeddingModel)):
+            raise SourceError(
+                f'{label} is a {type(obj).__name__}; expected a pydantic_ai EmbeddingModel or Embedder '
+                '(or a zero-argument function returning one)'
+            )
+        return obj
+    if ':' not in value:
+        raise SourceError(
+            f"{label}: {value!r} names no provider; write 'provider:model' (openai:text-embedding-3-small) or "
+            'path/to/file.py:attribute'
+        )
+    try:
+        return infer_embedding_model(value)
+    except Exception as exc:
+        raise SourceError(f'{label}: cannot use the embedding model {value!r}: {type(exc).__name__}: {exc}') from exc

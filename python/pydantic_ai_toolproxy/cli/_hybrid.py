@@ -1,0 +1,78 @@
+"""What the CLI shows of hybrid search: the embedder, its cache, and how many tools already have a vector there.
+
+Shared by `toolproxy inspect` (how many of the surface's tools have a cached vector, without calling the embedder),
+`toolproxy embed` (fill the cache) and `toolproxy search` (embed what is missing before it searches).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._vectors import ToolVectors, surface_texts
+from ..capability import ToolProxyCapability
+from ..embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore
+
+__all__ = ('cache_info', 'cached_coverage', 'describe_cache', 'quiet_vectors')
+
+
+def quiet_vectors(capability: ToolProxyCapability[Any]) -> ToolVectors | None:
+    """The capability's tool vectors (None without an embedder), with background embedding off: a probe run over
+    it then never calls the embedder (only `embed_surface` does)."""
+    vectors = capability.tool_vectors
+    if vectors is not None:
+        vectors.background = False
+    return vectors
+
+
+def cache_info(store: EmbeddingStore | None, store_key: str) -> dict[str, Any]:
+    """The `cache` object of the JSON documents: `kind` (`file`, `memory` or `custom`), and for a file its `path`,
+    `vectors` (how many it holds for `store_key`), `fell_back` and `fault` (why it is not used, or None)."""
+    if isinstance(store, SQLiteEmbeddingStore):
+        count = store.count(store_key)
+        return {
+            'kind': 'file',
+            'path': str(store.path),
+            'vectors': None if store.fell_back else count,
+            'fell_back': store.fell_back,
+            'fault': store.fault,
+        }
+    if store is None or isinstance(store, MemoryEmbeddingStore):
+        return {'kind': 'memory'}
+    return {'kind': 'custom', 'store': type(store).__name__}
+
+
+def describe_cache(info: dict[str, Any]) -> str:
+    """One line for `info` (`cache_info`): the path and what it holds, `memory only`, or the custom store."""
+    if info['kind'] == 'memory':
+        return 'none (memory only)'
+    if info['kind'] == 'custom':
+        return f'{info["store"]} (a custom EmbeddingStore)'
+    if info['fell_back']:
+        return f'{info["path"]} cannot be used ({info["fault"]}): vectors stay in memory'
+    return f'{info["path"]} ({info["vectors"]:,} vectors of this embedder)'
+
+
+async def cached_coverage(
+    capability: ToolProxyCapability[Any], vectors: ToolVectors, tools: dict[str, Any]
+) -> dict[str, Any]:
+    """The `hybrid` object of `toolproxy inspect --json`: `embedder` (identity), `store_key`, `semantic_weight`,
+    `cache` (`cache_info`), `tools` (distinct tool texts of the surface) and `with_vectors` (how many of them have a
+    vector in this process or the cache: what a search would not have to embed). Never calls the embedder."""
+    texts = surface_texts(capability, tools)
+    store = vectors.store()
+    key = vectors.embedder.store_key
+    known = {fp for fp in texts if fp in vectors.memory}
+    missing = [fp for fp in texts if fp not in known]
+    if store is not None and missing:
+        try:
+            known.update(store.get_many(key, missing))
+        except Exception as exc:  # a custom store that raises: report it, as a search would log it
+            vectors._warn('store', f'ToolProxy embedding cache read failed: {exc!r}')  # pyright: ignore[reportPrivateUsage]
+    return {
+        'embedder': vectors.embedder.identity,
+        'store_key': key,
+        'semantic_weight': vectors.weight,
+        'cache': cache_info(store, key),
+        'tools': len(texts),
+        'with_vectors': len(known),
+    }
