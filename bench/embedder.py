@@ -76,3 +76,26 @@ def embed(texts: Sequence[str], kind: Literal['document', 'query'] = 'document')
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (vectors / norms).astype(np.float32)
+
+
+CACHE_DIR = MODEL_DIR.parent / 'vectors'
+"""Embeddings the benchmarks computed before, one ``.npy`` per (model, kind, texts) (gitignored with .models)."""
+
+
+def embed_cached(texts: Sequence[str], kind: Literal['document', 'query'] = 'document') -> np.ndarray:
+    """`embed`, kept in `CACHE_DIR` under a hash of the model folder's weights size, `kind` and the texts: a
+    second run over the same texts reads the file instead of running the model."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f'{MODEL_ID}\0{(MODEL_DIR / "model.safetensors").stat().st_size}\0{kind}\0'.encode())
+    for text in texts:
+        digest.update(text.encode('utf-8', 'surrogatepass') + b'\0')
+    path = CACHE_DIR / f'{digest.hexdigest()}.npy'
+    if path.is_file():
+        return np.load(path)
+    vectors = embed(texts, kind)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    np.save(path.with_suffix('.tmp.npy'), vectors)
+    path.with_suffix('.tmp.npy').replace(path)
+    return vectors

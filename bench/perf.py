@@ -328,6 +328,11 @@ async def main() -> None:
     )
     parser.add_argument('--only', choices=['real-client'], help='measure and print only this table')
     parser.add_argument('--skip-real-client', action='store_true', help='skip the real-client step table')
+    parser.add_argument(
+        '--hybrid-sizes',
+        default='10000,100000',
+        help='sizes with hybrid-search timings (all-MiniLM-L6-v2 vectors, bench/hybrid_perf.py); empty to skip',
+    )
     args = parser.parse_args()
     only_real = args.only == 'real-client'
     if only_real and args.skip_real_client:
@@ -357,6 +362,18 @@ async def main() -> None:
     bytes_rows: list[list[str]] = []
     real_rows: dict[str, list[list[str]]] = {provider: [] for provider in real_client.PROVIDERS}
     extra: list[str] = []
+    hybrid_rows: list[list[str]] = []
+    hybrid_sizes = {int(s) for s in args.hybrid_sizes.split(',') if s.strip()}
+    hybrid_vectors = None
+    if hybrid_sizes & set(sizes) and not only_real:
+        import hybrid_perf
+        from bfcl_tools import GROUP_DESCRIPTIONS
+        from embedder import embed_cached
+
+        hybrid_vectors = hybrid_perf.base_vectors(base, dict(GROUP_DESCRIPTIONS))
+        hybrid_queries = kw + nl
+        hybrid_query_vectors = embed_cached(hybrid_queries, 'query')
+        progress('embedded the BFCL functions and the queries (all-MiniLM-L6-v2, or its cache)')
     for n in sizes:
         fns = corpus(n, base)
 
@@ -453,6 +470,28 @@ async def main() -> None:
                 f'GIL: at {n:,} tools, 1 thread ranked {one[0]:,} NL questions/s; 2 threads ranked {two[0]:,} + {two[1]:,} = '
                 f'{sum(two):,}/s ({sum(two) / one[0]:.2f}x): both threads make progress while ranking.'
             )
+        if hybrid_vectors is not None and n in hybrid_sizes:
+            keys = [canonical_name(f.group, f.name) for f in fns]
+            vectors = hybrid_perf.corpus_vectors(n, hybrid_vectors)
+            h = hybrid_perf.measure(
+                core.index, keys, vectors, hybrid_queries, hybrid_query_vectors, per_query, settled_rss, repeat * 3
+            )
+            row = [
+                f'{n:,}',
+                f'{fmt(h["keyword"][0])} ({fmt(h["keyword"][1])})',
+                f'{fmt(h["hybrid"][0])} ({fmt(h["hybrid"][1])})',
+                fmt(h['set_s'] * 1000),
+                f'{h["per_tool"]:,.0f} B',
+                '',
+            ]
+            if n == max(hybrid_sizes & set(sizes)):
+                c = hybrid_perf.cache_load(core.index, keys, vectors)
+                row[-1] = (
+                    f'{fmt((c["get_s"] + c["set_s"]) * 1000)} ({fmt(c["get_s"] * 1000)} get_many + '
+                    f'{fmt(c["set_s"] * 1000)} set_vectors; file {c["bytes"] / 1e6:.1f} MB)'
+                )
+            hybrid_rows.append(row)
+            progress(f'measured hybrid search at {n:,} tools')
         del core
         sets = toolsets(fns)
         calls = await search_call_times(sets, kw[:PER_STEP] + nl[:PER_STEP], kw[:25] + nl[:25])
@@ -565,6 +604,29 @@ async def main() -> None:
             "the difference to `toolsets=` is Pydantic AI's handling of any capability-contributed toolset "
             '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
             'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.'
+        )
+    if hybrid_rows:
+        print('\n## Hybrid search (all-MiniLM-L6-v2 vectors, 384 dimensions), per query, median (p95)\n')
+        print(
+            table(
+                [
+                    'tools',
+                    'keyword search (same index)',
+                    'hybrid search, weight 0.4',
+                    'set_vectors (all tools)',
+                    'vector RSS per tool',
+                    'load every vector from the SQLite cache',
+                ],
+                hybrid_rows,
+            )
+        )
+        print(
+            '\nRanking of the first 5 (100 queries: 50 keyword, 50 natural-language), query vectors computed beforehand: '
+            "the embedder's own call is not included. "
+            + "Tool vectors: real embeddings of the BFCL functions; each replica gets its original's vector plus "
+            'Gaussian noise (sigma 0.01 per dimension, then normalized). Cache load: a new SQLiteEmbeddingStore on a '
+            'file holding every vector (warm OS page cache, as for a restart), get_many of every hash, then '
+            'set_vectors into the index (bench/hybrid_perf.py).'
         )
     print('\n## Tool-definition bytes per model request\n')
     print(table(['tools', 'through the proxy', 'every tool direct', 'proxy / direct'], bytes_rows))
