@@ -3,18 +3,23 @@
 Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for a13n-harness hosts
 `ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
-`ToolProxyCapability.explain`. `__version__` is the Rust extension's, from Cargo.toml (the one place it is
+`ToolProxyCapability.explain`; for hybrid search, where tool vectors are kept: the `EmbeddingStore` interface,
+`SQLiteEmbeddingStore` (the embedded default) and `MemoryEmbeddingStore`. `__version__` is the Rust extension's, from Cargo.toml (the one place it is
 written; maturin gives the wheel the same).
 """
 
 from . import _core
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
+from .embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore, default_embedding_cache_path
 from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
 from .plan import ToolProxyPlan, ToolProxySelection
 
 __all__ = (
+    'EmbeddingStore',
+    'MemoryEmbeddingStore',
+    'SQLiteEmbeddingStore',
     'SearchExplanation',
     'TermMatch',
     'ToolProxyCapability',
@@ -22,5 +27,6 @@ __all__ = (
     'ToolProxyGroup',
     'ToolProxyPlan',
     'ToolProxySelection',
+    'default_embedding_cache_path',
 )
 __version__: str = _core.__version__

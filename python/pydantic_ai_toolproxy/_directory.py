@@ -10,7 +10,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -19,6 +19,9 @@ from . import _core
 from ._members import GroupMemberToolset, SurfaceOwner
 from ._names import canonical_name, local_name
 from ._same import same_value
+
+if TYPE_CHECKING:
+    from ._vectors import ToolVectors
 
 __all__ = ('Directory', 'DirectoryCache', 'IndexRecord', 'Member', 'SearchIndexCache', 'index_record')
 
@@ -249,10 +252,14 @@ class SearchIndexCache:
         self.lock = threading.Lock()
         self.builds = 0
         """How many syncs changed the index (for tests and benchmarks)."""
+        self.vectors: ToolVectors | None = None
+        """Hybrid search: told of every upsert and removal (`ToolVectors.follow`), so tool vectors follow the index."""
 
     def reset(self) -> None:
         """Drop the index and start over with an empty one (after the core raised: its state is not trusted).
-        Call with `lock` held; the next `sync` re-indexes the step's members."""
+        Call with `lock` held; the next `sync` re-indexes the step's members (and re-attaches known vectors)."""
+        if self.vectors is not None:
+            self.vectors.forget(self.index)
         self.index = self._new_index()
         self.built = False
         self.searched_by = None
@@ -325,6 +332,8 @@ class SearchIndexCache:
             self.index.upsert(upserts)
         if removed or upserts:
             self.builds += 1
+            if self.vectors is not None:
+                self.vectors.follow(self.index, upserts, removed)
         self._synced = new_synced
         self._synced_lists = lists
         self._synced_directory = weakref.ref(directory)

@@ -231,34 +231,54 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         assert {m.field for m in why.matches} >= {'tool name', 'group description'}
         ```
 
+        With an embedder, the hybrid fields (`keyword_share`, `cosine`, `semantic`, `semantic_share`, `weight`,
+        `fused`) are
+        filled when a recent search embedded this very `query` (its vector is taken from the query cache; explain
+        never calls the embedder), and None otherwise.
+
         Returns:
             One `SearchExplanation` per pair, in order; a pair the index does not hold (no search yet, or not a
             member of the searched step) explains as a score of 0 with no matches.
         """
         groups = None if group is None else [group]
         cache = self._runtime.search_index
+        vectors = self._runtime.vectors
+        query_vector = None if vectors is None else vectors.cached_query_vector(query)
         out: list[SearchExplanation] = []
         with cache.lock:
             for group_name, tool in tools:
-                raw = cache.index.explain(query, groups, canonical_name(group_name, tool))
+                key = canonical_name(group_name, tool)
+                raw = cache.index.explain(query, groups, key)
                 if raw is None:
                     out.append(SearchExplanation(group_name, tool, False, 0.0, 1.0, ()))
                     continue
                 exact, score, coordination, matches = raw
                 total = score / coordination if coordination else 0.0
-                out.append(
-                    SearchExplanation(
-                        group_name,
-                        tool,
-                        exact,
-                        score,
-                        coordination,
-                        tuple(
-                            TermMatch(token, field, via_stem, gain, gain / total if total else 0.0)
-                            for token, field, via_stem, gain in matches
-                        ),
-                    )
+                why = SearchExplanation(
+                    group_name,
+                    tool,
+                    exact,
+                    score,
+                    coordination,
+                    tuple(
+                        TermMatch(token, field, via_stem, gain, gain / total if total else 0.0)
+                        for token, field, via_stem, gain in matches
+                    ),
                 )
+                if vectors is not None and query_vector is not None:
+                    hybrid = cache.index.explain_hybrid(query, query_vector, groups, key, vectors.weight)
+                    if hybrid is not None:
+                        _, _, keyword_share, cosine, semantic_share, weight, fused = hybrid
+                        why = replace(
+                            why,
+                            keyword_share=keyword_share,
+                            cosine=cosine,
+                            semantic=semantic_share / weight if weight > 0 else None,
+                            semantic_share=semantic_share,
+                            weight=weight,
+                            fused=fused,
+                        )
+                out.append(why)
         return out
 
     # --- contributions ---
@@ -297,6 +317,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         runtime = self._runtime
         directory = runtime.directory(ctx)
         runtime.search_index.keep_up(directory, ctx.run_id)
+        if runtime.vectors is not None:
+            await runtime.vectors.wait_for_tools(0)  # start embedding the step's new tools now, without waiting
         params = request_context.model_request_parameters
         config = runtime.config
         manager_tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
