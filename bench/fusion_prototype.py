@@ -10,7 +10,7 @@ Reimplements, in numpy over the core's own keyword results, the fusion the Rust 
 * c1 = the best cosine, cF = the F-th best; sem(t) = clip((cos(t) - cF) / (c1 - cF), 0, 1);
 * kw(t) = the core's keyword score (``SearchIndex.explain``) / the query's best keyword score, 0 for a non-match;
 * fused(t) = (1 - w) * kw(t) + w * sem(t); exact-name matches first, then fused descending, then
-  (group, tool) byte order; ranked: the keyword matches and the tools with sem > 0 (w = 0: the keyword matches
+  the keyword score, then (group, tool) byte order; ranked: the keyword matches and the tools with sem > 0 (w = 0: the keyword matches
   only, the keyword search itself). Only the keyword top (10 + F) and the tools with sem > 0 can reach the first
   10.
 
@@ -136,7 +136,7 @@ def fuse(corpus: Corpus, cos: np.ndarray, f: int, weights: Sequence[float]) -> d
         keyword_match = matched & ((score > 0) | exact | np.array([key in kw_rank for key in candidates], dtype=bool))
         for w in weights:
             fused = (1 - w) * kw + w * sem
-            order = np.lexsort((corpus.tie[idx], -fused, exact_rank, ~exact))
+            order = np.lexsort((corpus.tie[idx], -score, -fused, exact_rank, ~exact))
             ranked = matched if w > 0 else keyword_match  # weight 0 is the keyword search itself
             out[w].append([candidates[j] for j in order if ranked[j]][:K])
     return out
@@ -180,11 +180,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--corpus', choices=['all', 'bfcl', 'agent'], default='all')
     parser.add_argument('--int8', action='store_true', help='quantize the tool vectors as the core stores them')
+    parser.add_argument('--recipes', default=','.join(RECIPES), help='comma-separated recipes of the grid')
+    parser.add_argument('--fs', default=','.join(map(str, FS)), help='comma-separated values of F of the grid')
     args = parser.parse_args()
     names = ('bfcl', 'agent') if args.corpus == 'all' else (args.corpus,)
+    recipes = tuple(args.recipes.split(','))
+    fs = tuple(int(f) for f in args.fs.split(','))
+    if not set(recipes) <= set(RECIPES):
+        parser.error(f'--recipes: choose among {RECIPES}')
 
     started = time.perf_counter()
-    corpora = {name: load(name, K + max(FS)) for name in names}
+    corpora = {name: load(name, K + max(fs)) for name in names}
     print(f'Keyword results and scores: {time.perf_counter() - started:.0f} s')
     halves: dict[str, dict[str, list[int]]] = {}
     for name, c in corpora.items():
@@ -197,19 +203,19 @@ def main() -> int:
     alone: dict[tuple[str, str], list[int]] = {}
     for name, c in corpora.items():
         keyword[name] = ranks(c.questions, c.keyword)
-        for recipe in RECIPES:
+        for recipe in recipes:
             started = time.perf_counter()
             cos = cosines(c, recipe, args.int8)
             top = np.argsort(-cos, axis=1, kind='stable')[:, :K]
             alone[(recipe, name)] = ranks(
                 c.questions, [[] if i in c.refused else [c.keys[j] for j in top[i]] for i in range(len(top))]
             )
-            for f in FS:
+            for f in fs:
                 for w, rankings in fuse(c, cos, f, WEIGHTS).items():
                     grid.setdefault((recipe, f, w), {})[name] = ranks(c.questions, rankings)
             print(f'{name} {recipe}: {time.perf_counter() - started:.0f} s', file=sys.stderr)
-        for f in FS:
-            assert grid[(RECIPES[0], f, 0.0)][name] == keyword[name], f'w = 0 is not the keyword ranking ({name})'
+        for f in fs:
+            assert grid[(recipes[0], f, 0.0)][name] == keyword[name], f'w = 0 is not the keyword ranking ({name})'
 
     def on(rs: list[int], name: str, half: str) -> list[int]:
         return [rs[i] for i in halves[name][half]]
@@ -238,8 +244,8 @@ def main() -> int:
     print('\n### Grid on the development halves: objective (mean over sets of (R@1 + R@5) / 2) per recipe and F\n')
     print('| recipe | F | best w | objective at best w | at w = 0.4 |')
     print('| --- | ---: | ---: | ---: | ---: |')
-    for r in RECIPES:
-        for ff in FS:
+    for r in recipes:
+        for ff in fs:
             best = max(WEIGHTS, key=lambda ww: (round(dev_score((r, ff, ww)), 6), -abs(ww - 0.4)))
             print(f'| {r} | {ff} | {best} | {dev_score((r, ff, best)):.4f} | {dev_score((r, ff, 0.4)):.4f} |')
 
@@ -254,11 +260,11 @@ def main() -> int:
             )
             print(f'| {ww} | {d[0]:.3f} | {d[1]:.3f} | {h[0]:.3f} | {h[1]:.3f} |')
         print(f'\n### {name}: held-out R@1 / R@5 per F and recipe at w = {w}\n')
-        print('| recipe | ' + ' | '.join(f'F = {ff}' for ff in FS) + ' |')
-        print('| --- | ' + ' | '.join('---:' for _ in FS) + ' |')
-        for r in RECIPES:
+        print('| recipe | ' + ' | '.join(f'F = {ff}' for ff in fs) + ' |')
+        print('| --- | ' + ' | '.join('---:' for _ in fs) + ' |')
+        for r in recipes:
             cells = []
-            for ff in FS:
+            for ff in fs:
                 m = metrics(on(grid[(r, ff, w)][name], name, 'held-out'))
                 cells.append(f'{m[0]:.3f} / {m[1]:.3f}')
             print(f'| {r} | ' + ' | '.join(cells) + ' |')
