@@ -371,7 +371,7 @@ def main() -> int:
     if not args.no_hybrid and missing is None:
         print(
             '\n## Hybrid search: this package with all-MiniLM-L6-v2 as its embedder, real search_proxy_tools calls\n\n'
-            + ' '.join(hybrid_quality.__doc__.split('\n\n')[1].split())
+            + hybrid_quality.NOTE
         )
         found: list[str] = []
         if args.corpus in ('all', 'agent'):
