@@ -44,6 +44,7 @@ class BagOfWordsModel(EmbeddingModel):
         fail: Raised by every document embedding call while set.
         query_fail: Raised by every query embedding call while set.
         delay: Seconds each document call sleeps first; `query_delay` the same for queries.
+        query_dimensions: When set, query vectors have this size instead (a model that changed under a cache).
         calls: `(input_type, inputs)` of every call that returned.
     """
 
@@ -55,6 +56,7 @@ class BagOfWordsModel(EmbeddingModel):
     query_fail: Exception | None = None
     delay: float = 0.0
     query_delay: float = 0.0
+    query_dimensions: int | None = None
     calls: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -78,6 +80,8 @@ class BagOfWordsModel(EmbeddingModel):
         if fail is not None:
             raise fail
         dimensions = merged.get('dimensions') or self.dimensions
+        if input_type == 'query' and self.query_dimensions is not None:
+            dimensions = self.query_dimensions
         self.calls.append((input_type, list(texts)))
         return EmbeddingResult(
             [bag_vector(t, dimensions, self.synonyms) for t in texts],

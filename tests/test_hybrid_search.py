@@ -26,7 +26,8 @@ from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from support import SEARCH, Script, page_of, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _vectors
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _search, _vectors
+from pydantic_ai_toolproxy._search import KEYWORD, Ranking
 
 UMBRELLA = 'umbrella needed tomorrow'
 SYNONYMS = {'umbrella': 'forecast', 'raincoat': 'forecast', 'letter': 'email', 'post': 'email'}
@@ -271,12 +272,12 @@ async def test_explain_shows_the_hybrid_shares() -> None:
     [page] = await pages(capability, {'query': UMBRELLA})
     why = capability.explain(UMBRELLA, [(e['group'], e['tool']) for e in page['tools']])
     top = why[0]
-    assert top.tool == 'get_forecast' and top.weight == pytest.approx(0.4)
+    assert top.tool == 'get_forecast' and top.weight == pytest.approx(0.35)
     assert top.cosine is not None and top.cosine > 0.2 and top.semantic == pytest.approx(1.0)
-    assert top.semantic_share == pytest.approx(0.4) and top.keyword_share == 0.0  # no keyword matched
+    assert top.semantic_share == pytest.approx(0.35) and top.keyword_share == 0.0  # no keyword matched
     for w in why:
         assert w.fused == pytest.approx((w.keyword_share or 0) + (w.semantic_share or 0))
-        assert w.semantic_share == pytest.approx(0.4 * (w.semantic or 0))
+        assert w.semantic_share == pytest.approx(0.35 * (w.semantic or 0))
     assert [w.fused for w in why] == sorted((w.fused or 0 for w in why), reverse=True)
     assert proxy().explain(UMBRELLA, [('weather', 'get_forecast')])[0].cosine is None
 
@@ -324,3 +325,112 @@ def test_pages_cover_the_ranked_set_exactly_once(query: str, limit: int, group: 
     assert keys[: len(whole['tools'])] == names(whole)
     if group is not None:
         assert all(k.startswith(f'{group}.') for k in keys)
+
+
+async def test_each_search_reports_the_ranking_that_ran(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`_search.search_page` returns the `Ranking` beside the page (for span attributes); `run_search`, which the
+    control calls, passes the page on. Recorded here by wrapping `search_page`."""
+    seen: list[Ranking] = []
+    original = _search.search_page
+
+    async def recording(*args: Any) -> Any:
+        page, ranking = await original(*args)
+        seen.append(ranking)
+        return page, ranking
+
+    monkeypatch.setattr(_search, 'search_page', recording)
+    await pages(proxy(), {'query': UMBRELLA})
+    assert seen.pop() == KEYWORD
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
+    capability = proxy(model)
+    await pages(capability, {'query': UMBRELLA}, {'query': ''})
+    assert seen == [Ranking('hybrid', None, 7, 7), Ranking('keyword', 'browse', 7, 7)]
+    seen.clear()
+    model.query_fail = ConnectionError('x')
+    await pages(capability, {'query': 'query that is not cached'})
+    model.query_fail, model.query_delay = None, 1.0
+    await pages(proxy(model, query_timeout=0.05), {'query': 'another'})
+    assert [r.reason for r in seen] == ['embedder-error', 'query-timeout']
+    seen.clear()
+    model.query_delay, model.delay = 0, 0.5
+    await pages(proxy(model, embedding_wait=0), {'query': UMBRELLA})
+    assert seen == [Ranking('keyword', 'no-vectors', 0, 7)]
+    seen.clear()
+    mismatched = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, query_dimensions=128)
+    with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
+        got = await pages(proxy(mismatched), {'query': UMBRELLA}, {'query': 'email'})
+    assert got == await pages(proxy(), {'query': UMBRELLA}, {'query': 'email'})
+    assert [r.reason for r in seen[:2]] == ['dimensions', 'dimensions']
+    assert sum('128 dimensions' in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_memory_stays_bounded_when_texts_keep_changing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool whose description changes at every step is embedded each time (a new text); the process keeps the
+    vectors the indexes want, not every text it ever saw."""
+    monkeypatch.setattr(_vectors, 'MEMORY_SLACK', 2)
+    step = {'n': 0}
+
+    async def prepare(ctx: RunContext[Any], tool_def: ToolDefinition) -> ToolDefinition:
+        step['n'] += 1
+        return replace(tool_def, description=f'Forecast revision {step["n"]}.')
+
+    weather: FunctionToolset[Any] = FunctionToolset([Tool(lambda: '', name='outlook', prepare=prepare)])
+    model = BagOfWordsModel(dimensions=32)
+    capability = ToolProxyCapability(
+        groups={'weather': ToolProxyGroup(source=weather, description='Weather data')},
+        config=ToolProxyConfig(embedder=model, embedding_cache=None),
+    )
+    await pages(capability, *[{'query': 'forecast'}] * 8)
+    vectors = capability._runtime.vectors
+    assert vectors is not None
+    assert len(set(model.documents())) >= 6
+    assert len(vectors.memory) <= 2 * 1 + 2 + 1
+
+
+async def test_concurrent_runs_embed_each_text_once() -> None:
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, delay=0.05)
+    capability = proxy(model)
+    runs = [
+        Agent(
+            Script([[(SEARCH, {'query': UMBRELLA})], [(SEARCH, {'query': 'letter'})]]).model, capabilities=[capability]
+        )
+        for _ in range(4)
+    ]
+    results = await asyncio.gather(*(a.run('go') for a in runs))
+    firsts = [page_of(returns(r.all_messages())[0]) for r in results]
+    assert all(names(p)[0] == 'weather.get_forecast' for p in firsts)
+    documents = model.documents()
+    assert len(documents) == len(set(documents)) == 7
+
+
+async def test_a_schema_change_keeps_the_vector() -> None:
+    """The parameters are not part of the embedded text: a tool whose schema changes is re-indexed, not re-embedded."""
+    state = {'extra': False}
+
+    async def prepare(ctx: RunContext[Any], tool_def: ToolDefinition) -> ToolDefinition:
+        if not state['extra']:
+            return tool_def
+        schema = {**tool_def.parameters_json_schema}
+        schema['properties'] = {**schema.get('properties', {}), 'units': {'type': 'string'}}
+        return replace(tool_def, parameters_json_schema=schema)
+
+    def flip(messages: list[ModelMessage], info: AgentInfo) -> list[tuple[str, dict[str, Any]]]:
+        state['extra'] = True
+        return [(SEARCH, {'query': 'forecast city'})]
+
+    weather: FunctionToolset[Any] = FunctionToolset(
+        [Tool(lambda city='': city, name='outlook', prepare=prepare, description='Forecast for a city.')]
+    )
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
+    capability = ToolProxyCapability(
+        groups={'weather': ToolProxyGroup(source=weather, description='Weather data')},
+        config=ToolProxyConfig(embedder=model, embedding_cache=None),
+    )
+    script = Script([[(SEARCH, {'query': 'forecast city'})], flip, [(SEARCH, {'query': 'forecast city'})]])
+    result = await Agent(script.model, capabilities=[capability]).run('go')
+    *_, last = [page_of(p) for p in returns(result.all_messages())]
+    assert 'units' in last['tools'][0]['parameters_json_schema']['properties']
+    assert capability.index_builds >= 2  # the index saw the new schema
+    assert len(model.documents()) == 1

@@ -50,6 +50,8 @@ QUERY_CACHE_SIZE = 256
 """Recent query vectors kept (least recently used dropped first)."""
 RETRY_SECONDS = 10.0
 """After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
+MEMORY_SLACK = 1024
+"""Vectors kept in memory beyond twice the texts the followed indexes want, before unwanted ones are dropped."""
 STORE_THREAD_MIN = 256
 """Store reads and writes of at least this many vectors run in a worker thread (`asyncio.to_thread`)."""
 
@@ -202,6 +204,8 @@ class ToolVectors:
             index.drop_vectors(stale)
         if keys:
             self._set(state, keys, vectors)
+        if stale or removed:
+            self._prune()
 
     def _set(self, state: _IndexState, keys: list[str], vectors: list[bytes]) -> None:
         """Attach `vectors` to `keys` of `state.index`; a refusal of the core (ValueError: another dimensionality)
@@ -246,6 +250,15 @@ class ToolVectors:
             self._set(state, keys, vectors)
             attached += len(state.attached) - before
         return attached
+
+    def _prune(self) -> None:
+        """Keep `memory` bounded when tool texts keep changing: past twice the wanted texts (plus `MEMORY_SLACK`),
+        drop the vectors no followed index wants (the store still has them)."""
+        states = self._states.values()
+        if len(self.memory) <= 2 * sum(len(st.wanted) for st in states) + MEMORY_SLACK:
+            return
+        wanted = {fp for st in states for fp in st.wanted.values()}
+        self.memory = {fp: v for fp, v in self.memory.items() if fp in wanted}
 
     @property
     def pending(self) -> int:
@@ -398,25 +411,35 @@ class ToolVectors:
         await flush()
         return out
 
+    def _take_pending(self) -> dict[bytes, str]:
+        """The pending texts some followed index still wants (the others are dropped). Call with `lock` held."""
+        for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
+            waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
+            if waiting:
+                self._waiting[fingerprint] = waiting
+            else:
+                self._pending.pop(fingerprint, None)
+                self._waiting.pop(fingerprint, None)
+        return dict(self._pending)
+
     async def _fill(self) -> None:
-        """Get a vector for every pending text: from the store, then the embedder. Errors: logged, retried later."""
-        with self.lock:
-            for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
-                waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
-                if waiting:
-                    self._waiting[fingerprint] = waiting
-                else:
-                    self._pending.pop(fingerprint, None)
-                    self._waiting.pop(fingerprint, None)
-            pending = dict(self._pending)
+        """Get a vector for every pending text: from the store, then the embedder, again for texts that became
+        pending meanwhile (a later step's new tools). Errors: logged once, retried `RETRY_SECONDS` later."""
+        done: set[bytes] = set()
         try:
-            found = await self._store_get(list(pending))
-            if found:
+            while True:
                 with self.lock:
-                    self.apply(found)
-            missing = {fp: text for fp, text in pending.items() if fp not in found}
-            if missing:
-                await self.embed_texts(missing, EmbedCounts())
+                    pending = {fp: t for fp, t in self._take_pending().items() if fp not in done}
+                if not pending:
+                    break
+                done.update(pending)  # each text is tried once per fill, so a text the core refuses cannot loop
+                found = await self._store_get(list(pending))
+                if found:
+                    with self.lock:
+                        self.apply(found)
+                missing = {fp: text for fp, text in pending.items() if fp not in found}
+                if missing:
+                    await self.embed_texts(missing, EmbedCounts())
             self._ok('embed')
         except Exception as e:
             self._retry_at = time.monotonic() + RETRY_SECONDS

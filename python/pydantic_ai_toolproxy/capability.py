@@ -266,7 +266,10 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                     ),
                 )
                 if vectors is not None and query_vector is not None:
-                    hybrid = cache.index.explain_hybrid(query, query_vector, groups, key, vectors.weight)
+                    try:
+                        hybrid = cache.index.explain_hybrid(query, query_vector, groups, key, vectors.weight)
+                    except ValueError:  # the query vector's size differs from the tools' (searched by keywords)
+                        hybrid = None
                     if hybrid is not None:
                         _, _, keyword_share, cosine, semantic_share, weight, fused = hybrid
                         why = replace(

@@ -58,7 +58,8 @@ class ToolProxyConfig:
             name Pydantic AI resolves (`'openai:text-embedding-3-small'`, `'sentence-transformers:all-MiniLM-L6-v2'`;
             resolved by `Embedder(name)` when first used, so a missing API key surfaces as a logged fallback, not
             here). None (the default): keyword search only, rankings unchanged.
-        semantic_weight: Share of the semantic signal in the fused score, 0..1 (default 0.4): `fused = (1 - w) *
+        semantic_weight: Share of the semantic signal in the fused score, 0..1 (default 0.35, chosen on
+            half of the queries of `bash scripts/bench-quality`): `fused = (1 - w) *
             keyword share + w * semantic share`. 0 ranks exactly as keyword search.
         embedding_cache: Where tool vectors persist across processes: `DEFAULT_EMBEDDING_CACHE` (the default: the
             file `default_embedding_cache_path()` names when first opened), a SQLite file path, any
@@ -79,7 +80,7 @@ class ToolProxyConfig:
     max_search_bytes: int = 32_768
     include_instructions: bool = True
     embedder: Embedder | EmbeddingModel | str | None = None
-    semantic_weight: float = 0.4
+    semantic_weight: float = 0.35
     embedding_cache: str | os.PathLike[str] | EmbeddingStore | DefaultEmbeddingCache | None = DEFAULT_EMBEDDING_CACHE
     embedding_wait: float = 5.0
     query_timeout: float = 5.0
