@@ -72,7 +72,16 @@ def embed(texts: Sequence[str], kind: Literal['document', 'query'] = 'document')
             rows += [list(row) for row in result.embeddings]
         return rows
 
-    vectors = np.asarray(asyncio.run(run()), dtype=np.float32).reshape(len(texts), -1)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop running here: run one
+        rows = asyncio.run(run())
+    else:  # called from a coroutine (bench/perf.py): run the embedding loop in a thread of its own
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            rows = pool.submit(asyncio.run, run()).result()
+    vectors = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return (vectors / norms).astype(np.float32)

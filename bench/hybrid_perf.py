@@ -11,7 +11,7 @@ functions, replicated with name suffixes):
 * **query vectors**: the 50 keyword queries and 50 natural-language questions of ``bench/perf.py``, embedded
   once before timing: the timings exclude the embedder's own call (a cached query, as the proxy's query cache
   serves a repeated query);
-* ``SearchIndex.search_hybrid(query, vector, None, 0, 5, 0.4)`` against ``SearchIndex.search(query, None, 0, 5)``
+* ``SearchIndex.search_hybrid(query, vector, None, 0, 5, 0.35)`` against ``SearchIndex.search(query, None, 0, 5)``
   on the same index, median and p95 per query;
 * ``set_vectors`` of every tool, and the RSS the vectors add per tool (after a full collection and
   ``malloc_trim``);
@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-WEIGHT = 0.4
+WEIGHT = 0.35
+"""The fusion weight timed: `ToolProxyConfig.semantic_weight`'s default."""
 SIGMA = 0.01
 
 

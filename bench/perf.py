@@ -13,12 +13,16 @@ natural-language BFCL questions:
 - bm25s (BM25 over name + description + parameter names);
 - what a user pays per step with a real provider client (`bench/real_client.py`, issue 15): Pydantic AI's
   `OpenAIChatModel` (and `AnthropicModel` up to 10,000 tools) over real HTTP against the scripted loopback server
-  of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy.
+  of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy;
+- hybrid search (`bench/hybrid_perf.py`): `search_hybrid` with real all-MiniLM-L6-v2 vectors at 10,000 and
+  100,000 tools beside keyword search on the same index, the vectors' memory, and loading every vector from
+  the persistent SQLite cache.
 
 Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-setup`). Prints Markdown tables
 of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
 Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip the FunctionModel per-step
-timing), `--only real-client` (only the real-client table), `--skip-real-client`.
+timing), `--only real-client` (only the real-client table), `--skip-real-client`, `--only hybrid` (only the
+hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/hybrid_perf.py).
 """
 
 from __future__ import annotations
@@ -326,7 +330,9 @@ async def main() -> None:
     parser.add_argument(
         '--skip-steps', action='store_true', help='skip the FunctionModel per-step overhead measurement'
     )
-    parser.add_argument('--only', choices=['real-client'], help='measure and print only this table')
+    parser.add_argument(
+        '--only', choices=['real-client', 'hybrid'], help='measure and print only this table (hybrid: its sizes)'
+    )
     parser.add_argument('--skip-real-client', action='store_true', help='skip the real-client step table')
     parser.add_argument(
         '--hybrid-sizes',
@@ -335,9 +341,12 @@ async def main() -> None:
     )
     args = parser.parse_args()
     only_real = args.only == 'real-client'
+    only_hybrid = args.only == 'hybrid'
     if only_real and args.skip_real_client:
         parser.error('--only real-client and --skip-real-client exclude each other')
     sizes = [int(s) for s in args.sizes.split(',')]
+    if only_hybrid:
+        sizes = [n for n in sizes if n in {int(s) for s in args.hybrid_sizes.split(',') if s.strip()}]
     repeat = 1 if args.quick else 3
     started = time.perf_counter()
 
@@ -374,6 +383,30 @@ async def main() -> None:
         hybrid_queries = kw + nl
         hybrid_query_vectors = embed_cached(hybrid_queries, 'query')
         progress('embedded the BFCL functions and the queries (all-MiniLM-L6-v2, or its cache)')
+
+    def measure_hybrid(n: int, fns: Sequence[Fn], core: CoreSearch) -> list[str]:
+        """The hybrid table's row at `n` tools (bench/hybrid_perf.py): vectors attached to `core`'s index."""
+        keys = [canonical_name(f.group, f.name) for f in fns]
+        vectors = hybrid_perf.corpus_vectors(n, hybrid_vectors)
+        h = hybrid_perf.measure(
+            core.index, keys, vectors, hybrid_queries, hybrid_query_vectors, per_query, settled_rss, repeat * 3
+        )
+        row = [
+            f'{n:,}',
+            f'{fmt(h["keyword"][0])} ({fmt(h["keyword"][1])})',
+            f'{fmt(h["hybrid"][0])} ({fmt(h["hybrid"][1])})',
+            fmt(h['set_s'] * 1000),
+            f'{h["per_tool"]:,.0f} B',
+            '',
+        ]
+        if n == max(hybrid_sizes & set(sizes)):
+            c = hybrid_perf.cache_load(core.index, keys, vectors)
+            row[-1] = (
+                f'{fmt((c["get_s"] + c["set_s"]) * 1000)} ({fmt(c["get_s"] * 1000)} get_many + '
+                f'{fmt(c["set_s"] * 1000)} set_vectors; file {c["bytes"] / 1e6:.1f} MB)'
+            )
+        return row
+
     for n in sizes:
         fns = corpus(n, base)
 
@@ -399,6 +432,11 @@ async def main() -> None:
         core = CoreSearch(fns)
         index_rss = core.rss
         core.warm(kw + nl)
+        if only_hybrid:
+            hybrid_rows.append(measure_hybrid(n, fns, core))
+            progress(f'measured hybrid search at {n:,} tools')
+            del core
+            continue
         results: dict[str, dict[str, tuple[float, float]]] = {
             'toolproxy (Rust core)': {'kw': per_query(core, kw, repeat * 3), 'nl': per_query(core, nl, repeat * 3)}
         }
@@ -471,26 +509,7 @@ async def main() -> None:
                 f'{sum(two):,}/s ({sum(two) / one[0]:.2f}x): both threads make progress while ranking.'
             )
         if hybrid_vectors is not None and n in hybrid_sizes:
-            keys = [canonical_name(f.group, f.name) for f in fns]
-            vectors = hybrid_perf.corpus_vectors(n, hybrid_vectors)
-            h = hybrid_perf.measure(
-                core.index, keys, vectors, hybrid_queries, hybrid_query_vectors, per_query, settled_rss, repeat * 3
-            )
-            row = [
-                f'{n:,}',
-                f'{fmt(h["keyword"][0])} ({fmt(h["keyword"][1])})',
-                f'{fmt(h["hybrid"][0])} ({fmt(h["hybrid"][1])})',
-                fmt(h['set_s'] * 1000),
-                f'{h["per_tool"]:,.0f} B',
-                '',
-            ]
-            if n == max(hybrid_sizes & set(sizes)):
-                c = hybrid_perf.cache_load(core.index, keys, vectors)
-                row[-1] = (
-                    f'{fmt((c["get_s"] + c["set_s"]) * 1000)} ({fmt(c["get_s"] * 1000)} get_many + '
-                    f'{fmt(c["set_s"] * 1000)} set_vectors; file {c["bytes"] / 1e6:.1f} MB)'
-                )
-            hybrid_rows.append(row)
+            hybrid_rows.append(measure_hybrid(n, fns, core))
             progress(f'measured hybrid search at {n:,} tools')
         del core
         sets = toolsets(fns)
@@ -527,7 +546,7 @@ async def main() -> None:
             await measure_real_client(sets)  # last: the other measurements above run as before it existed
         del sets
 
-    if not args.skip_real_client:
+    if not args.skip_real_client and not only_hybrid:
         print('\n## What a user pays per step: a real provider client against a loopback server\n')
         for provider, rows in real_rows.items():
             if rows:
@@ -537,6 +556,21 @@ async def main() -> None:
         print(real_client.NOTE.format(anthropic_up_to=f'{ANTHROPIC_UP_TO:,}', plan=REAL_CLIENT_PLAN))
     if only_real:
         return
+    if not only_hybrid:
+        print_tables(rank_rows, build_rows, call_rows, step_rows, bytes_rows, extra)
+    if hybrid_rows:
+        print_hybrid(hybrid_rows)
+
+
+def print_tables(
+    rank_rows: list[list[str]],
+    build_rows: list[list[str]],
+    call_rows: list[list[str]],
+    step_rows: list[list[str]],
+    bytes_rows: list[list[str]],
+    extra: list[str],
+) -> None:
+    """The in-process tables (all but the real-client and hybrid ones)."""
     print('\n## Ranking plus first page, per query\n')
     print(
         table(
@@ -605,34 +639,39 @@ async def main() -> None:
             '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
             'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.'
         )
-    if hybrid_rows:
-        print('\n## Hybrid search (all-MiniLM-L6-v2 vectors, 384 dimensions), per query, median (p95)\n')
-        print(
-            table(
-                [
-                    'tools',
-                    'keyword search (same index)',
-                    'hybrid search, weight 0.4',
-                    'set_vectors (all tools)',
-                    'vector RSS per tool',
-                    'load every vector from the SQLite cache',
-                ],
-                hybrid_rows,
-            )
-        )
-        print(
-            '\nRanking of the first 5 (100 queries: 50 keyword, 50 natural-language), query vectors computed beforehand: '
-            "the embedder's own call is not included. "
-            + "Tool vectors: real embeddings of the BFCL functions; each replica gets its original's vector plus "
-            'Gaussian noise (sigma 0.01 per dimension, then normalized). Cache load: a new SQLiteEmbeddingStore on a '
-            'file holding every vector (warm OS page cache, as for a restart), get_many of every hash, then '
-            'set_vectors into the index (bench/hybrid_perf.py).'
-        )
     print('\n## Tool-definition bytes per model request\n')
     print(table(['tools', 'through the proxy', 'every tool direct', 'proxy / direct'], bytes_rows))
     print()
     for line in extra:
         print(line)
+
+
+def print_hybrid(hybrid_rows: list[list[str]]) -> None:
+    """The hybrid-search table (bench/hybrid_perf.py)."""
+    import hybrid_perf
+
+    print('\n## Hybrid search (all-MiniLM-L6-v2 vectors, 384 dimensions), per query, median (p95)\n')
+    print(
+        table(
+            [
+                'tools',
+                'keyword search (same index)',
+                f'hybrid search, weight {hybrid_perf.WEIGHT}',
+                'set_vectors (all tools)',
+                'vector RSS per tool',
+                'load every vector from the SQLite cache',
+            ],
+            hybrid_rows,
+        )
+    )
+    print(
+        '\nRanking of the first 5 (100 queries: 50 keyword, 50 natural-language), query vectors computed beforehand: '
+        "the embedder's own call is not included. "
+        + "Tool vectors: real embeddings of the BFCL functions; each replica gets its original's vector plus "
+        'Gaussian noise (sigma 0.01 per dimension, then normalized). Cache load: a new SQLiteEmbeddingStore on a '
+        'file holding every vector (warm OS page cache, as for a restart), get_many of every hash, then '
+        'set_vectors into the index (bench/hybrid_perf.py).'
+    )
 
 
 if __name__ == '__main__':
