@@ -3,6 +3,7 @@ cutting, store and query-side faults (no vectors in the index needed: `embed_sur
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from array import array
@@ -11,6 +12,8 @@ from typing import Any
 
 import pytest
 from embedding_fixtures import BagOfWordsModel, DictStore, bag_vector
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic_ai.embeddings import Embedder, TestEmbeddingModel
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -211,3 +214,31 @@ async def test_a_broken_store_falls_back_to_memory_with_one_warning(caplog: pyte
     assert counts.embedded == 3 and counts2.cached == 3  # the second pass finds them in memory
     warnings = [r for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
     assert len(warnings) == 1 and 'disk I/O error' in warnings[0].getMessage()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 30), min_size=1, max_size=40),
+    limit=st.one_of(st.none(), st.integers(3, 12)),
+    batch=st.integers(1, 8),
+)
+def test_batches_and_cuts_respect_the_limits(lengths: list[int], limit: int | None, batch: int) -> None:
+    """Every `embed_documents` call holds at most `BATCH_INPUTS` texts, every text sent fits `max_input_tokens`,
+    the cut count is the number of texts over it, and every text gets exactly one vector."""
+    model = BagOfWordsModel(max_tokens=limit)
+    vectors = ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None), {}, threading.Lock())
+    texts = {text_hash(f'text {i} ' + 'word ' * n): f'text {i} ' + 'word ' * n for i, n in enumerate(lengths)}
+    counts = _vectors.EmbedCounts()
+    old = _vectors.BATCH_INPUTS
+    _vectors.BATCH_INPUTS = batch
+    try:
+        out = asyncio.run(vectors.embed_texts(texts, counts))
+    finally:
+        _vectors.BATCH_INPUTS = old
+    assert set(out) == set(texts) and counts.embedded == len(texts)
+    assert all(1 <= len(sent) <= batch for _, sent in model.calls)
+    sent = model.documents()
+    if limit is not None:
+        assert all(len(t.split()) <= limit for t in sent)
+    over = sum(len(t.split()) >= limit for t in texts.values()) if limit is not None else 0
+    assert counts.cut == over

@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic_ai.usage import RequestUsage
 
@@ -33,14 +33,33 @@ from ._embedding_text import embedding_text, group_text, text_hash, tool_text
 if TYPE_CHECKING:
     from pydantic_ai.toolsets.abstract import ToolsetTool
 
-    from ._directory import IndexRecord
-    from .capability import ToolProxyCapability
+    from ._directory import Directory, IndexRecord
     from .config import ToolProxyConfig
     from .embedding_store import EmbeddingStore
 
-__all__ = ('EmbedCounts', 'ToolVectors', 'embed_surface', 'open_store', 'surface_texts')
+__all__ = ('EmbedCounts', 'ProxySurface', 'ToolVectors', 'embed_surface', 'open_store', 'surface_texts')
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
+
+
+class ProxySurface(Protocol):
+    """What `embed_surface` and `surface_texts` need of a `ToolProxyCapability` (typed by shape, so this module does
+    not import the capability, which imports it through its runtime)."""
+
+    @property
+    def groups(self) -> Mapping[str, Any]:
+        """Group name -> `ToolProxyGroup` (its `description`)."""
+        ...
+
+    @property
+    def tool_vectors(self) -> ToolVectors | None:
+        """The surface's `ToolVectors`, None without an embedder."""
+        ...
+
+    def directory_of(self, tools: Mapping[str, ToolsetTool[Any]]) -> Directory:
+        """The surface's grouped directory of one step's prepared tools."""
+        ...
+
 
 BATCH_INPUTS = 64
 """Most texts in one `embed_documents` call."""
@@ -516,12 +535,12 @@ class ToolVectors:
         return self._queries.get(query)
 
 
-def surface_texts(capability: ToolProxyCapability, tools: Mapping[str, ToolsetTool[Any]]) -> dict[bytes, str]:
+def surface_texts(capability: ProxySurface, tools: Mapping[str, ToolsetTool[Any]]) -> dict[bytes, str]:
     """The embedding texts of `capability`'s grouped tools among `tools` (a step's prepared tools), by text hash:
     what `embed_surface` embeds, and what `toolproxy inspect` looks up in the store."""
     from ._directory import index_record
 
-    descriptions = capability._runtime.descriptions  # pyright: ignore[reportPrivateUsage]
+    descriptions = {name: group.description for name, group in capability.groups.items()}
     texts: dict[bytes, str] = {}
     for name, tool in capability.directory_of(tools).tools.items():
         group: str = tool.toolset.group  # type: ignore[attr-defined]
@@ -532,7 +551,7 @@ def surface_texts(capability: ToolProxyCapability, tools: Mapping[str, ToolsetTo
 
 
 async def embed_surface(
-    capability: ToolProxyCapability,
+    capability: ProxySurface,
     tools: Mapping[str, ToolsetTool[Any]],
     progress: Callable[[int, int], None] | None = None,
 ) -> EmbedCounts:
@@ -546,7 +565,7 @@ async def embed_surface(
     Raises:
         ValueError: the capability's config has no embedder.
     """
-    vectors = capability._runtime.vectors  # pyright: ignore[reportPrivateUsage]
+    vectors = capability.tool_vectors
     if vectors is None:
         raise ValueError('ToolProxyConfig.embedder is None: there is nothing to embed with.')
     started = time.perf_counter()
