@@ -3,6 +3,9 @@
     .venv-bench/bin/python bench/dumps/export_records.py /tmp/records.tsv [N]
     TOOLPROXY_RECORDS=/tmp/records.tsv cargo test --release --lib build_phases -- --ignored --nocapture
 
+With `N` = `quality`: the 1,582 BFCL tools of `bench/corpus.py` (the quality benchmark's corpus), in its order,
+the order of the tool vectors `bench/export_vectors.py` writes (`src/index/bench_hybrid.rs` reads both).
+
 One tab-separated line per record: key, group, tool, description, parameter names, parameter texts (names and
 texts separated by U+001F; tabs and newlines in the text become spaces). The parameter text is gathered as the
 core's `collect_parameter_text` gathers it (keys of `properties` mappings; `description`, `title` and string
@@ -53,9 +56,15 @@ def clean(text: str) -> str:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+    if len(sys.argv) > 2 and sys.argv[2] == 'quality':
+        from corpus import load_tools
+        from perf import Fn
+
+        fns = [Fn(t.name, t.group, t.description, t.parameters) for t in load_tools()]
+    else:
+        fns = corpus(int(sys.argv[2]) if len(sys.argv) > 2 else 100_000, load_bfcl_functions())
     with out.open('w', encoding='utf-8') as f:
-        for key, group, tool, description, parameters in records(corpus(n, load_bfcl_functions())):
+        for key, group, tool, description, parameters in records(fns):
             names: list[str] = []
             texts: list[str] = []
             walk(parameters, names, texts)

@@ -81,7 +81,7 @@ fn keyword_search_over_100k() {
 
 /// Records from a file of tab-separated `key group tool description names texts` lines (names and
 /// texts separated by U+001F), e.g. the benchmark corpus exported from Python.
-fn records_from(path: &str) -> Vec<Record> {
+pub(super) fn records_from(path: &str) -> Vec<Record> {
     let text = std::fs::read_to_string(path).expect("records file");
     let split = |field: &str| -> Vec<String> {
         field

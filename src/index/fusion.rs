@@ -20,9 +20,9 @@
 //! `sem = 0` rank among themselves exactly in keyword order (the keyword score as second key keeps
 //! rounding ties apart). A window `[offset, offset + limit)` therefore needs only the keyword top
 //! `offset + limit` (at least one past the exact matches, for the best keyword score) of the pruned
-//! keyword search, plus the exact keyword scores of the fewer than [`NEAREST_POOL`] vector
-//! candidates, which the same keyword run scores whatever their bounds ([`super::maxscore`]'s
-//! extra documents, kept out of its top); the two lists merge.
+//! keyword search, less the vector candidates, plus the exact keyword scores of the fewer than
+//! [`NEAREST_POOL`] vector candidates, looked up in the posting lists
+//! ([`SearchIndex::score_docs`], the same sums as the keyword run's); the two lists merge.
 //! `query_vector` absent, a weight of 0, or a query with nothing to look for (browsing) is the
 //! keyword search, exactly.
 
@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use super::collector::ScoredDoc;
 use super::vectors::{parse_rows, QueryVector, Vectors};
-use super::{analysis, maxscore, SearchIndex};
+use super::{analysis, SearchIndex};
 
 /// `F`: the query's nearest documents whose cosines set the semantic scale (`cF` is the `F`-th
 /// best); only documents closer than the `F`-th have a semantic share.
@@ -192,26 +192,24 @@ impl SearchIndex {
         if tokens.is_empty() && exact.is_empty() && analysis::nothing_to_find(query) {
             return Ok(self.browse(allowed, offset, limit));
         }
-        let nearest = self.nearest(&vector, allowed);
-        let extra: Vec<u32> = nearest.candidates.iter().map(|&(doc, _)| doc).collect();
         // Every document above another in keyword order is above it here too (its fused score is
-        // at least as high: the vector candidates add a semantic share), so the window's
-        // keyword-ranked documents are within the keyword top `offset + limit`; one more than the
-        // exact matches holds the best keyword score.
+        // at least as high: a vector candidate adds a semantic share), so a document at position
+        // `p` here is at a position `<= p` in keyword order: the window's keyword-ranked documents
+        // are within the keyword top `offset + limit` (one more than the exact matches holds the
+        // best keyword score). The keyword run goes first, while the index is in the CPU caches
+        // (the vector scan reads every vector); the candidates' keyword scores are looked up
+        // afterwards, bit for bit those of the run.
         let keep = offset
             .saturating_add(limit)
             .max(exact.len().saturating_add(1));
         let group_gains = self.group_gains(query);
-        let scored = self.score_deciding(
-            &mut tokens,
-            &exact,
-            &extra,
-            allowed,
-            keep,
-            true,
-            &group_gains,
-        );
-        let best = best_keyword(&scored);
+        let (keyword_total, mut by_keyword) =
+            self.score_deciding(&mut tokens, &exact, allowed, keep, true, &group_gains);
+        let nearest = self.nearest(&vector, allowed);
+        let extra: Vec<u32> = nearest.candidates.iter().map(|&(doc, _)| doc).collect();
+        by_keyword.retain(|scored| extra.binary_search(&scored.doc).is_err());
+        let by_vector = self.score_docs(&tokens, &exact, allowed, &extra, &group_gains);
+        let best = best_keyword(by_keyword.iter().chain(&by_vector));
         let fused = |scored: &ScoredDoc, sem: f32| HybridDoc {
             doc: scored.doc,
             exact: scored.exact,
@@ -221,14 +219,12 @@ impl SearchIndex {
         };
         // The vector candidates that the keywords do not match are the ranked documents beyond
         // the keyword total.
-        let unmatched = scored
-            .extra
+        let unmatched = by_vector
             .iter()
             .filter(|scored| !scored.exact && scored.score <= 0.0)
             .count();
-        let total = scored.total + unmatched;
-        let mut by_vector: Vec<HybridDoc> = scored
-            .extra
+        let total = keyword_total + unmatched;
+        let mut by_vector: Vec<HybridDoc> = by_vector
             .iter()
             .zip(&nearest.candidates)
             .map(|(scored, &(doc, sem))| {
@@ -237,7 +233,7 @@ impl SearchIndex {
             })
             .collect();
         by_vector.sort_unstable_by(fused_order);
-        let by_keyword = scored.best.iter().map(|scored| fused(scored, 0.0));
+        let by_keyword = by_keyword.iter().map(|scored| fused(scored, 0.0));
         let keys = merge(by_keyword, by_vector, offset.saturating_add(limit))
             .skip(offset)
             .map(|ranked| Arc::from(self.docs[ranked.doc as usize].name.key()))
@@ -267,26 +263,17 @@ impl SearchIndex {
         let mut tokens = self.query_tokens(query, allowed);
         let exact = self.exact_matches(query, allowed);
         let browsing = tokens.is_empty() && exact.is_empty() && analysis::nothing_to_find(query);
-        let extra = if selected { vec![doc] } else { Vec::new() };
         let (keyword_score, best) = if browsing {
             (0.0, 0.0)
         } else {
             let group_gains = self.group_gains(query);
             let keep = exact.len().saturating_add(1);
-            let scored = self.score_deciding(
-                &mut tokens,
-                &exact,
-                &extra,
-                allowed,
-                keep,
-                true,
-                &group_gains,
-            );
-            let own = match scored.extra.first() {
-                Some(own) => own.score,
-                None => self.explain(query, groups, key).map_or(0.0, |e| e.score),
-            };
-            (own, best_keyword(&scored))
+            let (_, top) =
+                self.score_deciding(&mut tokens, &exact, allowed, keep, true, &group_gains);
+            // The record's score as the ranking computes it (as if selected, when it is not).
+            let own = self.score_docs(&tokens, &exact, allowed, &[doc], &group_gains)[0].score;
+            let best = best_keyword(top.iter());
+            (own, if selected { best.max(own) } else { best })
         };
         let is_exact = !browsing && self.exact_matches(query, None).contains(&doc);
         let vector = vector.filter(|_| !browsing);
@@ -312,14 +299,10 @@ impl SearchIndex {
     }
 }
 
-/// The best keyword score of a keyword run (its top holds every exact match and the best other
-/// documents, its extras the vector candidates).
-fn best_keyword(scored: &maxscore::Scored) -> f32 {
-    scored
-        .best
-        .iter()
-        .chain(&scored.extra)
-        .fold(0.0f32, |best, scored| best.max(scored.score))
+/// The best keyword score of `scored` (a keyword top that holds every exact match and the best
+/// other documents, with the vector candidates).
+fn best_keyword<'a>(scored: impl Iterator<Item = &'a ScoredDoc>) -> f32 {
+    scored.fold(0.0f32, |best, scored| best.max(scored.score))
 }
 
 /// The first `count` of two lists sorted by [`fused_order`], merged.
@@ -393,8 +376,8 @@ mod tests {
             return search(index, query, groups, 0, usize::MAX);
         }
         let gains = index.group_gains(query);
-        let scored =
-            index.score_deciding(&mut tokens, &exact, &[], allowed, usize::MAX, false, &gains);
+        let (_, best) =
+            index.score_deciding(&mut tokens, &exact, allowed, usize::MAX, false, &gains);
         let query_vector = Vectors::query(vector);
         let selected = |doc: u32| {
             index.alive[doc as usize]
@@ -410,10 +393,10 @@ mod tests {
             0 => (0.0, 0.0),
             n => (sorted[0], sorted[n.min(NEAREST_POOL) - 1]),
         };
-        let best = scored.best.iter().fold(0.0f32, |b, s| b.max(s.score));
-        let mut ranked: Vec<HybridDoc> = Vec::new();
         let keyword: std::collections::HashMap<u32, ScoredDoc> =
-            scored.best.iter().map(|s| (s.doc, *s)).collect();
+            best.iter().map(|s| (s.doc, *s)).collect();
+        let best = best.iter().fold(0.0f32, |b, s| b.max(s.score));
+        let mut ranked: Vec<HybridDoc> = Vec::new();
         cosines.sort_unstable_by_key(|c| c.0);
         for doc in (0..index.docs.len() as u32).filter(|&doc| selected(doc)) {
             let sem = cosines

@@ -135,10 +135,6 @@ struct MaxScore<'i, 'q, 'a> {
     plan: QueryPlan<'q, 'a>,
     /// Exact name matches, sorted.
     exact: &'i [u32],
-    /// Documents scored whatever their bounds (sorted, selectable; the hybrid ranking's vector
-    /// candidates): collected apart from the top `keep`, with their exact scores (0 for a
-    /// document the query does not match).
-    extra: &'i [u32],
     /// `[gain, matched]` per group id (empty: no group description matches).
     group_gains: &'i [[f32; 2]],
     /// Component-wise maxima over the selectable groups: an upper bound of any one group's.
@@ -168,10 +164,6 @@ impl MaxScore<'_, '_, '_> {
 
     fn is_exact(&self, doc: u32) -> bool {
         !self.exact.is_empty() && self.exact.binary_search(&doc).is_ok()
-    }
-
-    fn is_extra(&self, doc: u32) -> bool {
-        !self.extra.is_empty() && self.extra.binary_search(&doc).is_ok()
     }
 
     /// A document the query's own tokens did not find (nor an exact name match).
@@ -372,7 +364,7 @@ impl MaxScore<'_, '_, '_> {
                 scratch.mark(doc);
             }
         }
-        for &doc in self.exact.iter().chain(self.extra) {
+        for &doc in self.exact {
             scratch.mark(doc);
         }
         scratch.take_marked()
@@ -396,8 +388,7 @@ impl MaxScore<'_, '_, '_> {
     ) {
         // Group-only candidates (no content token matched them yet) that a non-essential token
         // may find.
-        // Extra documents not found yet are treated alike: optional gains only once found.
-        let group_only: Vec<u32> = if self.described.is_empty() && self.extra.is_empty() {
+        let group_only: Vec<u32> = if self.described.is_empty() {
             Vec::new()
         } else {
             candidates
@@ -451,7 +442,7 @@ impl MaxScore<'_, '_, '_> {
             .plan
             .upper(score + rest.0 + gain, matched + rest.1 + group_matched)
             * (1.0 + PRUNE_MARGIN);
-        let kept = reach >= threshold || self.is_exact(doc) || self.is_extra(doc);
+        let kept = reach >= threshold || self.is_exact(doc);
         if !kept {
             scratch.score[index] = [0.0; 2];
             scratch.optional[index] = [0.0; 2];
@@ -488,18 +479,17 @@ impl MaxScore<'_, '_, '_> {
     }
 
     /// The final scores of the candidates through the top-k collector (their accumulators
-    /// cleared), best first, and those of the extra documents, in document order.
-    fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Scored {
+    /// cleared), best first.
+    fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Vec<ScoredDoc> {
         let query_tokens = self.plan.query_tokens;
         let mut best = TopK::new(self.keep);
-        let mut extra = Vec::with_capacity(self.extra.len());
         for &doc in candidates {
             let index = doc as usize;
             let (score, matched) = combined(
                 std::mem::take(&mut scratch.score[index]),
                 std::mem::take(&mut scratch.optional[index]),
             );
-            let scored = ScoredDoc {
+            best.push(ScoredDoc {
                 doc,
                 exact: self.is_exact(doc),
                 score: {
@@ -508,59 +498,26 @@ impl MaxScore<'_, '_, '_> {
                     (score + gain) * coordination(matched, query_tokens)
                 },
                 ordinal: self.index.tie_break_ordinals[index],
-            };
-            if self.is_extra(doc) {
-                extra.push(scored);
-            } else {
-                best.push(scored);
-            }
+            });
         }
-        Scored {
-            total: 0,
-            best: best.into_sorted(),
-            extra,
-        }
+        best.into_sorted()
     }
-}
-
-/// What [`SearchIndex::score_query`] found.
-#[derive(Debug, Default)]
-pub(super) struct Scored {
-    /// Number of selectable documents the query matches (exact matches included).
-    pub(super) total: usize,
-    /// The best `keep` of them but the extra documents, best first.
-    pub(super) best: Vec<ScoredDoc>,
-    /// The extra documents with their exact scores (0: not matched), in document order.
-    pub(super) extra: Vec<ScoredDoc>,
 }
 
 impl SearchIndex {
     /// Scores the selectable documents matching `tokens` (see the module docs), plus the `exact`
-    /// documents (sorted), and returns their number and the best `keep` of them, best first;
-    /// the `extra` documents (sorted, selectable) are scored exactly whatever their bounds and
-    /// returned apart (they do not take places of the best `keep`).
-    #[allow(clippy::too_many_arguments)] // the query's parts
+    /// documents (sorted), and returns their number and the best `keep` of them, best first.
     pub(super) fn score_query(
         &self,
         tokens: &[QueryToken<'_>],
         exact: &[u32],
-        extra: &[u32],
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
         group_gains: &[[f32; 2]],
-    ) -> Scored {
+    ) -> (usize, Vec<ScoredDoc>) {
         let run = |scratch: &mut Scratch| {
-            self.score(
-                tokens,
-                exact,
-                extra,
-                allowed,
-                keep,
-                prune,
-                group_gains,
-                scratch,
-            )
+            self.score(tokens, exact, allowed, keep, prune, group_gains, scratch)
         };
         SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut scratch) => run(&mut scratch),
@@ -574,13 +531,12 @@ impl SearchIndex {
         &self,
         tokens: &[QueryToken<'_>],
         exact: &[u32],
-        extra: &[u32],
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
         group_gains: &[[f32; 2]],
         scratch: &mut Scratch,
-    ) -> Scored {
+    ) -> (usize, Vec<ScoredDoc>) {
         scratch.fit(self.docs.len());
         let selected = |group: usize| allowed.is_none_or(|allowed| allowed[group]);
         let max_group_gain = group_gains
@@ -602,7 +558,6 @@ impl SearchIndex {
             plan: QueryPlan::new(&scorer, tokens, self.live),
             scorer,
             exact,
-            extra,
             group_gains,
             max_group_gain,
             described,
@@ -632,13 +587,73 @@ impl SearchIndex {
         let total = run.count_total(cut, &touched, scratch);
         let mut candidates = run.select_candidates(cut, threshold, &touched, scratch);
         run.score_candidates(cut, prune, threshold, &mut candidates, scratch);
-        let mut scored = run.collect(&candidates, scratch);
-        scored.total = total;
+        let best = run.collect(&candidates, scratch);
         for planned in &run.plan.scanned {
             run.scorer.clear_optional(planned, scratch);
         }
         scratch.touched = touched;
-        scored
+        (total, best)
+    }
+}
+
+impl SearchIndex {
+    /// The exact scores of `docs` (sorted, selectable) for `tokens` (decided as the keyword run
+    /// left them, see [`SearchIndex::score_deciding`]), in document order: the same sums in the
+    /// same order as [`Self::score_query`] adds them (content tokens in plan order, then the
+    /// optional tokens, scanned ones first, for a document a content token or an exact name
+    /// finds; then the group gain and the coordination factor), so each equals the score that
+    /// ranking gives it, bit for bit (0 for a document the query does not match). Only lookups
+    /// in the posting lists: cheap for a few documents.
+    pub(super) fn score_docs(
+        &self,
+        tokens: &[QueryToken<'_>],
+        exact: &[u32],
+        allowed: Option<&[bool]>,
+        docs: &[u32],
+        group_gains: &[[f32; 2]],
+    ) -> Vec<ScoredDoc> {
+        let run = |scratch: &mut Scratch| {
+            scratch.fit(self.docs.len());
+            let scorer = Scorer::new(self, allowed);
+            let plan = QueryPlan::new(&scorer, tokens, self.live);
+            for planned in &plan.content {
+                scorer.look_up(planned, true, docs, scratch);
+            }
+            let is_exact = |doc: u32| exact.binary_search(&doc).is_ok();
+            let found: Vec<u32> = docs
+                .iter()
+                .copied()
+                .filter(|&doc| scratch.score[doc as usize][1] != 0.0 || is_exact(doc))
+                .collect();
+            for planned in plan.scanned.iter().chain(&plan.looked_up) {
+                scorer.look_up(planned, false, &found, scratch);
+            }
+            let query_tokens = plan.query_tokens;
+            docs.iter()
+                .map(|&doc| {
+                    let index = doc as usize;
+                    let (score, matched) = combined(
+                        std::mem::take(&mut scratch.score[index]),
+                        std::mem::take(&mut scratch.optional[index]),
+                    );
+                    let [gain, group_matched] = group_gains
+                        .get(self.doc_group[index] as usize)
+                        .copied()
+                        .unwrap_or([0.0; 2]);
+                    let matched = (matched + group_matched).min(query_tokens);
+                    ScoredDoc {
+                        doc,
+                        exact: is_exact(doc),
+                        score: (score + gain) * coordination(matched, query_tokens),
+                        ordinal: self.tie_break_ordinals[index],
+                    }
+                })
+                .collect()
+        };
+        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut scratch) => run(&mut scratch),
+            Err(_) => run(&mut Scratch::default()),
+        })
     }
 }
 

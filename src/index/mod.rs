@@ -18,6 +18,8 @@
 //! * [`explain`]: why a document has its score.
 //! * [`storage`]: upserts, removal, compaction; [`record`], [`record_tokens`], [`schema_text`]:
 //!   what a record holds and how it is read; [`by_hash`], [`doc_name`]: lookups by name.
+//! * [`vectors`]: tool vectors (quantized embeddings) and the nearest documents of a query
+//!   vector; [`fusion`]: the hybrid ranking, the keyword score fused with the cosine.
 //!
 //! Ranking is fully deterministic: exact name matches first, then score descending, then
 //! `(group, tool, key)` in byte order ([`collector`]). Documents that cannot reach the requested
@@ -31,6 +33,8 @@ use crate::terms::Dictionary;
 mod analysis;
 #[cfg(test)]
 mod bench;
+#[cfg(test)]
+mod bench_hybrid;
 mod bm25f;
 mod by_hash;
 mod collector;
@@ -190,8 +194,8 @@ impl SearchIndex {
         }
         let keep = offset.saturating_add(limit);
         let group_gains = self.group_gains(query);
-        let maxscore::Scored { total, best, .. } =
-            self.score_deciding(&mut tokens, &exact, &[], allowed, keep, prune, &group_gains);
+        let (total, best) =
+            self.score_deciding(&mut tokens, &exact, allowed, keep, prune, &group_gains);
         let keys = best
             .iter()
             .skip(offset)
@@ -204,20 +208,18 @@ impl SearchIndex {
     /// share: when nothing `allowed` selects matches the content tokens, the function words and
     /// numbers become required ([`analysis::require_all`], left so in `tokens`) and the query is
     /// scored again.
-    #[allow(clippy::too_many_arguments)] // the query's parts
     fn score_deciding(
         &self,
         tokens: &mut [analysis::QueryToken<'_>],
         exact: &[u32],
-        extra: &[u32],
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
         group_gains: &[[f32; 2]],
-    ) -> maxscore::Scored {
-        let scored = self.score_query(tokens, exact, extra, allowed, keep, prune, group_gains);
-        if scored.total == 0 && analysis::require_all(tokens) {
-            return self.score_query(tokens, exact, extra, allowed, keep, prune, group_gains);
+    ) -> (usize, Vec<collector::ScoredDoc>) {
+        let scored = self.score_query(tokens, exact, allowed, keep, prune, group_gains);
+        if scored.0 == 0 && analysis::require_all(tokens) {
+            return self.score_query(tokens, exact, allowed, keep, prune, group_gains);
         }
         scored
     }

@@ -18,6 +18,8 @@ use std::collections::BinaryHeap;
 
 /// No slot / no document.
 const NONE: u32 = u32::MAX;
+/// Vectors scored per block of the scan.
+const SCAN_BLOCK: usize = 256;
 
 /// Most dimensions a vector may have (the largest `OpenAI` embedding model has 3,072; this leaves room and keeps
 /// the query's codes at 8 bits or more, see [`query_range`]).
@@ -118,6 +120,45 @@ fn dot(query: &[i16], codes: &[i8]) -> i32 {
         .sum()
 }
 
+/// The cosines of `query` with `rows` (each `query.len()` codes) into `out`: the portable loop,
+/// compiled once for the baseline target and once with AVX2 (chosen at run time, see
+/// [`dots`]). Integer arithmetic: both give the same values.
+#[allow(clippy::inline_always)] // inlined into `dots_avx2`, so compiled again with AVX2 there
+#[inline(always)]
+fn dots_portable(query: &[i16], rows: &[i8], out: &mut [i32]) {
+    for (row, out) in rows.chunks_exact(query.len()).zip(out) {
+        *out = dot(query, row);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn dots_avx2(query: &[i16], rows: &[i8], out: &mut [i32]) {
+    dots_portable(query, rows, out);
+}
+
+/// [`dots_portable`], with AVX2 when the CPU has it (`TOOLPROXY_PORTABLE_SIMD=1` forces the
+/// portable loop, for tests).
+fn dots(query: &[i16], rows: &[i8], out: &mut [i32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if use_avx2() {
+            // SAFETY: the CPU supports AVX2 (checked at run time).
+            unsafe { dots_avx2(query, rows, out) };
+            return;
+        }
+    }
+    dots_portable(query, rows, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+fn use_avx2() -> bool {
+    static AVX2: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AVX2.get_or_init(|| {
+        std::env::var_os("TOOLPROXY_PORTABLE_SIMD").is_none() && is_x86_feature_detected!("avx2")
+    })
+}
+
 /// A document with its cosine, ordered by cosine then by document (for the top-`k` heap: a
 /// greater entry ranks lower).
 #[derive(Debug, Clone, Copy)]
@@ -208,6 +249,18 @@ impl Vectors {
             self.doc_slot.resize(doc as usize + 1, NONE);
         }
         self.doc_slot[doc as usize] = slot;
+    }
+
+    /// Makes room for `added` more vectors of `dimensions` (exactly: a bulk load allocates no
+    /// spare capacity) and for the slots of `docs` documents.
+    pub(super) fn reserve(&mut self, added: usize, dimensions: usize, docs: usize) {
+        self.codes.reserve_exact(added * dimensions);
+        self.inverse_norms.reserve_exact(added);
+        self.slot_doc.reserve_exact(added);
+        if self.doc_slot.len() < docs {
+            self.doc_slot.reserve_exact(docs - self.doc_slot.len());
+            self.doc_slot.resize(docs, NONE);
+        }
     }
 
     /// Drops the vector of `doc` (none: nothing happens). The last slot moves into its place.
@@ -327,20 +380,30 @@ impl Vectors {
         if k == 0 || self.dimensions != Some(query.codes.len()) {
             return (Vec::new(), 0);
         }
-        for (slot, &doc) in self.slot_doc.iter().enumerate() {
-            if !selected(doc) {
-                continue;
-            }
-            scanned += 1;
-            let entry = Nearest {
-                doc,
-                cosine: self.cosine_of_slot(query, slot),
-            };
-            if heap.len() < k {
-                heap.push(Worse(entry));
-            } else if let Some(mut worst) = heap.peek_mut() {
-                if Worse(entry) < *worst {
-                    *worst = Worse(entry);
+        let dimensions = query.codes.len();
+        let mut block = [0i32; SCAN_BLOCK];
+        for (at, docs) in self.slot_doc.chunks(SCAN_BLOCK).enumerate() {
+            let first = at * SCAN_BLOCK;
+            let rows = &self.codes[first * dimensions..(first + docs.len()) * dimensions];
+            dots(&query.codes, rows, &mut block[..docs.len()]);
+            for ((offset, &doc), &dot) in docs.iter().enumerate().zip(&block) {
+                if !selected(doc) {
+                    continue;
+                }
+                scanned += 1;
+                let slot = first + offset;
+                let entry = Nearest {
+                    doc,
+                    cosine: (f64::from(dot)
+                        * query.inverse_norm
+                        * f64::from(self.inverse_norms[slot])) as f32,
+                };
+                if heap.len() < k {
+                    heap.push(Worse(entry));
+                } else if let Some(mut worst) = heap.peek_mut() {
+                    if Worse(entry) < *worst {
+                        *worst = Worse(entry);
+                    }
                 }
             }
         }
@@ -378,8 +441,15 @@ impl super::SearchIndex {
     ) -> crate::Result<()> {
         let values = parse_rows(vectors, keys.len(), dimensions)?;
         self.vectors.check_dimensions(dimensions)?;
-        for (key, row) in keys.iter().zip(values.chunks_exact(dimensions)) {
-            if let Some(doc) = self.doc_of(key.as_ref()) {
+        let docs: Vec<Option<u32>> = keys.iter().map(|key| self.doc_of(key.as_ref())).collect();
+        let added = docs
+            .iter()
+            .flatten()
+            .filter(|&&doc| !self.vectors.has(doc))
+            .count();
+        self.vectors.reserve(added, dimensions, self.docs.len());
+        for (doc, row) in docs.into_iter().zip(values.chunks_exact(dimensions)) {
+            if let Some(doc) = doc {
                 self.vectors.set(doc, row);
             }
         }
@@ -511,6 +581,39 @@ mod tests {
         assert_eq!((nearest.len(), scanned), (2, 2));
         vectors.clear();
         assert_eq!((vectors.len(), vectors.dimensions()), (0, None));
+    }
+
+    #[test]
+    fn the_portable_and_the_avx2_scan_agree() {
+        let dimensions = 389; // not a multiple of any vector width
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let query: Vec<i16> = (0..dimensions)
+            .map(|_| (next() % 2049) as i16 - 1024)
+            .collect();
+        let rows: Vec<i8> = (0..dimensions * 37).map(|_| (next() % 255) as i8).collect();
+        let mut portable = vec![0i32; 37];
+        dots_portable(&query, &rows, &mut portable);
+        let expected: Vec<i32> = rows
+            .chunks(dimensions)
+            .map(|row| dot(&query, row))
+            .collect();
+        assert_eq!(portable, expected);
+        let mut dispatched = vec![0i32; 37];
+        dots(&query, &rows, &mut dispatched);
+        assert_eq!(dispatched, expected);
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2") {
+            let mut avx2 = vec![0i32; 37];
+            // SAFETY: checked just above.
+            unsafe { dots_avx2(&query, &rows, &mut avx2) };
+            assert_eq!(avx2, expected);
+        }
     }
 
     #[test]
