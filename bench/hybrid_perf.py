@@ -77,7 +77,27 @@ def measure(
     qv = {q: query_vectors[i].astype('<f4').tobytes() for i, q in enumerate(queries)}
     hybrid = per_query(lambda q: index.search_hybrid(q, qv[q], None, 0, 5, WEIGHT), queries, repeat)
     keyword = per_query(lambda q: index.search(q, None, 0, 5), queries, repeat)
-    return {'set_s': set_s, 'per_tool': per_tool, 'hybrid': hybrid, 'keyword': keyword}
+    return {
+        'set_s': set_s,
+        'per_tool': per_tool,
+        'hybrid': hybrid,
+        'keyword': keyword,
+        'hybrid_cpu': cpu_per_query(lambda q: index.search_hybrid(q, qv[q], None, 0, 5, WEIGHT), queries, repeat),
+        'keyword_cpu': cpu_per_query(lambda q: index.search(q, None, 0, 5), queries, repeat),
+    }
+
+
+def cpu_per_query(fn: Callable[[str], Any], queries: Sequence[str], repeat: int) -> tuple[float, float]:
+    """(median, p95) CPU milliseconds of this thread per call (the ranking runs in the calling thread with the
+    GIL released): unlike wall time, not inflated by other processes taking the CPU."""
+    samples = []
+    for _ in range(repeat):
+        for q in queries:
+            started = time.thread_time_ns()
+            fn(q)
+            samples.append((time.thread_time_ns() - started) / 1e6)
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
 def cache_load(index: Any, keys: Sequence[str], vectors: np.ndarray, repeat: int = 3) -> dict[str, float]:
