@@ -15,12 +15,16 @@ natural-language BFCL questions:
   against the same runs one after another, with the index changes each made;
 - what a user pays per step with a real provider client (`bench/real_client.py`, issue 15): Pydantic AI's
   `OpenAIChatModel` (and `AnthropicModel` up to 10,000 tools) over real HTTP against the scripted loopback server
-  of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy.
+  of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy;
+- hybrid search (`bench/hybrid_perf.py`): `search_hybrid` with real all-MiniLM-L6-v2 vectors at 10,000 and
+  100,000 tools beside keyword search on the same index, the vectors' memory, and loading every vector from
+  the persistent SQLite cache.
 
 Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-setup`). Prints Markdown tables
 of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
 Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip the FunctionModel per-step
-timing), `--only real-client` (only the real-client table), `--skip-real-client`.
+timing), `--only real-client` (only the real-client table), `--skip-real-client`, `--only hybrid` (only the
+hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/hybrid_perf.py).
 """
 
 from __future__ import annotations
@@ -331,13 +335,23 @@ async def main() -> None:
     parser.add_argument(
         '--skip-steps', action='store_true', help='skip the FunctionModel per-step overhead measurement'
     )
-    parser.add_argument('--only', choices=['real-client'], help='measure and print only this table')
+    parser.add_argument(
+        '--only', choices=['real-client', 'hybrid'], help='measure and print only this table (hybrid: its sizes)'
+    )
     parser.add_argument('--skip-real-client', action='store_true', help='skip the real-client step table')
+    parser.add_argument(
+        '--hybrid-sizes',
+        default='10000,100000',
+        help='sizes with hybrid-search timings (all-MiniLM-L6-v2 vectors, bench/hybrid_perf.py); empty to skip',
+    )
     args = parser.parse_args()
     only_real = args.only == 'real-client'
+    only_hybrid = args.only == 'hybrid'
     if only_real and args.skip_real_client:
         parser.error('--only real-client and --skip-real-client exclude each other')
     sizes = [int(s) for s in args.sizes.split(',')]
+    if only_hybrid:
+        sizes = [n for n in sizes if n in {int(s) for s in args.hybrid_sizes.split(',') if s.strip()}]
     repeat = 1 if args.quick else 3
     started = time.perf_counter()
 
@@ -362,6 +376,44 @@ async def main() -> None:
     bytes_rows: list[list[str]] = []
     real_rows: dict[str, list[list[str]]] = {provider: [] for provider in real_client.PROVIDERS}
     extra: list[str] = []
+    hybrid_rows: list[list[str]] = []
+    hybrid_sizes = {int(s) for s in args.hybrid_sizes.split(',') if s.strip()}
+    hybrid_vectors = None
+    if hybrid_sizes & set(sizes) and not only_real:
+        import hybrid_perf
+        from bfcl_tools import GROUP_DESCRIPTIONS
+        from embedder import embed_cached
+
+        hybrid_vectors = hybrid_perf.base_vectors(base, dict(GROUP_DESCRIPTIONS))
+        hybrid_queries = kw + nl
+        hybrid_query_vectors = embed_cached(hybrid_queries, 'query')
+        progress('embedded the BFCL functions and the queries (all-MiniLM-L6-v2, or its cache)')
+
+    def measure_hybrid(n: int, fns: Sequence[Fn], core: CoreSearch) -> list[str]:
+        """The hybrid table's row at `n` tools (bench/hybrid_perf.py): vectors attached to `core`'s index."""
+        keys = [canonical_name(f.group, f.name) for f in fns]
+        vectors = hybrid_perf.corpus_vectors(n, hybrid_vectors)
+        h = hybrid_perf.measure(
+            core.index, keys, vectors, hybrid_queries, hybrid_query_vectors, per_query, settled_rss, repeat * 3
+        )
+        row = [
+            f'{n:,}',
+            f'{fmt(h["keyword"][0])} ({fmt(h["keyword"][1])})',
+            f'{fmt(h["hybrid"][0])} ({fmt(h["hybrid"][1])})',
+            f'{fmt(h["keyword_cpu"][0])} ({fmt(h["keyword_cpu"][1])})',
+            f'{fmt(h["hybrid_cpu"][0])} ({fmt(h["hybrid_cpu"][1])})',
+            fmt(h['set_s'] * 1000),
+            f'{h["per_tool"]:,.0f} B',
+            '',
+        ]
+        if n == max(hybrid_sizes & set(sizes)):
+            c = hybrid_perf.cache_load(core.index, keys, vectors)
+            row[-1] = (
+                f'{fmt((c["get_s"] + c["set_s"]) * 1000)} ({fmt(c["get_s"] * 1000)} get_many + '
+                f'{fmt(c["set_s"] * 1000)} set_vectors; file {c["bytes"] / 1e6:.1f} MB)'
+            )
+        return row
+
     for n in sizes:
         fns = corpus(n, base)
 
@@ -387,6 +439,11 @@ async def main() -> None:
         core = CoreSearch(fns)
         index_rss = core.rss
         core.warm(kw + nl)
+        if only_hybrid:
+            hybrid_rows.append(measure_hybrid(n, fns, core))
+            progress(f'measured hybrid search at {n:,} tools')
+            del core
+            continue
         results: dict[str, dict[str, tuple[float, float]]] = {
             'toolproxy (Rust core)': {'kw': per_query(core, kw, repeat * 3), 'nl': per_query(core, nl, repeat * 3)}
         }
@@ -458,6 +515,9 @@ async def main() -> None:
                 f'GIL: at {n:,} tools, 1 thread ranked {one[0]:,} NL questions/s; 2 threads ranked {two[0]:,} + {two[1]:,} = '
                 f'{sum(two):,}/s ({sum(two) / one[0]:.2f}x): both threads make progress while ranking.'
             )
+        if hybrid_vectors is not None and n in hybrid_sizes:
+            hybrid_rows.append(measure_hybrid(n, fns, core))
+            progress(f'measured hybrid search at {n:,} tools')
         del core
         sets = toolsets(fns)
         calls = await search_call_times(sets, kw[:PER_STEP] + nl[:PER_STEP], kw[:25] + nl[:25])
@@ -493,7 +553,7 @@ async def main() -> None:
             await measure_real_client(sets)  # last: the other measurements above run as before it existed
         del sets
 
-    if not args.skip_real_client:
+    if not args.skip_real_client and not only_hybrid:
         print('\n## What a user pays per step: a real provider client against a loopback server\n')
         for provider, rows in real_rows.items():
             if rows:
@@ -503,6 +563,31 @@ async def main() -> None:
         print(real_client.NOTE.format(anthropic_up_to=f'{ANTHROPIC_UP_TO:,}', plan=REAL_CLIENT_PLAN))
     if only_real:
         return
+    if not only_hybrid:
+        progress('measuring interleaved tenants')
+        tenant_times = await tenants.interleaved_tenants(
+            tenants.tenant_catalogues(corpus(TENANT_TOOLS * TENANTS, base), TENANTS, TENANT_TOOLS),
+            nl[:TENANT_SEARCHES],
+            TENANT_SEARCHES,
+            repeat,
+        )
+        print_tables(rank_rows, build_rows, call_rows, step_rows, bytes_rows, extra, tenant_times, repeat)
+    if hybrid_rows:
+        print_hybrid(hybrid_rows)
+
+
+def print_tables(
+    rank_rows: list[list[str]],
+    build_rows: list[list[str]],
+    call_rows: list[list[str]],
+    step_rows: list[list[str]],
+    bytes_rows: list[list[str]],
+    extra: list[str],
+    tenant_times: Any,
+    repeat: int,
+) -> None:
+    """The in-process tables (all but the real-client and hybrid ones); `tenant_times` as
+    `tenants.interleaved_tenants` returns them, over `repeat` runs."""
     print('\n## Ranking plus first page, per query\n')
     print(
         table(
@@ -571,13 +656,6 @@ async def main() -> None:
             '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
             'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.'
         )
-    progress('measuring interleaved tenants')
-    tenant_times = await tenants.interleaved_tenants(
-        tenants.tenant_catalogues(corpus(TENANT_TOOLS * TENANTS, base), TENANTS, TENANT_TOOLS),
-        nl[:TENANT_SEARCHES],
-        TENANT_SEARCHES,
-        repeat,
-    )
     print('\n## Interleaved tenants: one proxy, a catalogue per tenant (per-deps source), concurrent runs\n')
     print(table(tenants.HEADERS, [tenants.row(TENANT_TOOLS, TENANTS, tenant_times)]))
     print(
@@ -592,6 +670,37 @@ async def main() -> None:
     print()
     for line in extra:
         print(line)
+
+
+def print_hybrid(hybrid_rows: list[list[str]]) -> None:
+    """The hybrid-search table (bench/hybrid_perf.py)."""
+    import hybrid_perf
+
+    print('\n## Hybrid search (all-MiniLM-L6-v2 vectors, 384 dimensions), per query, median (p95)\n')
+    print(
+        table(
+            [
+                'tools',
+                'keyword search, wall (same index)',
+                f'hybrid search, weight {hybrid_perf.WEIGHT}, wall',
+                'keyword, CPU time',
+                'hybrid, CPU time',
+                'set_vectors (all tools)',
+                'vector RSS per tool',
+                'load every vector from the SQLite cache',
+            ],
+            hybrid_rows,
+        )
+    )
+    print(
+        '\nRanking of the first 5 (100 queries: 50 keyword, 50 natural-language), query vectors computed beforehand: '
+        "the embedder's own call is not included. Wall time and the calling thread's CPU time (what the ranking "
+        'itself costs, whatever else runs on the machine). '
+        + "Tool vectors: real embeddings of the BFCL functions; each replica gets its original's vector plus "
+        'Gaussian noise (sigma 0.01 per dimension, then normalized). Cache load: a new SQLiteEmbeddingStore on a '
+        'file holding every vector (warm OS page cache, as for a restart), get_many of every hash, then '
+        'set_vectors into the index (bench/hybrid_perf.py).'
+    )
 
 
 if __name__ == '__main__':

@@ -85,13 +85,20 @@ def _keyed(group: str, tool: str) -> str:
 
 
 class ToolProxySearchRanker(_Local):
-    """This package through real `search_proxy_tools` calls of a real agent run (see the module docstring)."""
+    """This package through real `search_proxy_tools` calls of a real agent run (see the module docstring);
+    `config` adds `ToolProxyConfig` fields (the hybrid rows pass `embedder=` and `semantic_weight=`)."""
 
     label = 'pydantic-ai-toolproxy (this package, real search_proxy_tools calls)'
     BATCH = 50
     """Search calls per model response (one agent step runs them all)."""
 
-    def __init__(self, tools: Sequence[Tool], group_descriptions: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        group_descriptions: Mapping[str, str],
+        label: str | None = None,
+        **config: object,
+    ) -> None:
         from agent_steps import toolsets
 
         from pydantic_ai_toolproxy import (
@@ -100,10 +107,12 @@ class ToolProxySearchRanker(_Local):
             ToolProxyGroup,
         )
 
+        if label is not None:
+            self.label = label
         sets = toolsets(tools)
         self._proxy = ToolProxyCapability(
             groups={g: ToolProxyGroup(source=ts, description=group_descriptions[g]) for g, ts in sets.items()},
-            config=ToolProxyConfig(max_results=10),
+            config=ToolProxyConfig(max_results=10, **config),  # type: ignore[arg-type]  # the hybrid settings
         )
         self.failures: list[str] = []
         """Searches that did not return a page (the message the model got), in order."""

