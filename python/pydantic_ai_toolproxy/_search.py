@@ -202,7 +202,12 @@ async def _rank_hybrid(
             cache.sync(directory, ctx.run_id)
         except RuntimeError as e:
             raise _core_failed(cache, e) from e
-    await vectors.wait_for_tools(runtime.config.embedding_wait)
+        claimed = vectors.claim(cache.index)
+    try:
+        await vectors.wait_for_tools(runtime.config.embedding_wait)
+    finally:
+        with cache.lock:
+            vectors.release(claimed)
     query_vector, reason = await vectors.query_vector(query)
     with cache.lock:
         try:

@@ -157,6 +157,9 @@ class ToolVectors:
         self._pending: dict[bytes, str] = {}
         """Fingerprint -> text of the vectors some index wants and nobody has yet."""
         self._waiting: dict[bytes, list[tuple[_IndexState, str]]] = {}
+        self._claims: dict[bytes, int] = {}
+        """Fingerprint -> how many searches wait for it (`claim`): kept pending even while no index wants it (a
+        concurrent run moved the shared index to its own tools), so interleaved tenants cannot starve each other."""
         self._task: asyncio.Task[None] | None = None
         self._retry_at = 0.0
         self._warned: set[str] = set()
@@ -430,9 +433,32 @@ class ToolVectors:
         await flush()
         return out
 
+    def claim(self, index: _core.SearchIndex) -> list[bytes]:
+        """Mark the pending texts `index` wants as waited for by a search (see `_claims`) and return their
+        fingerprints, for `release` once the search stops waiting. Call with `lock` held."""
+        state = self._states.get(id(index))
+        if state is None or state.index is not index:
+            return []
+        claimed = [fp for key, fp in state.wanted.items() if state.attached.get(key) != fp and fp in self._pending]
+        for fingerprint in claimed:
+            self._claims[fingerprint] = self._claims.get(fingerprint, 0) + 1
+        return claimed
+
+    def release(self, claimed: list[bytes]) -> None:
+        """Undo `claim(...)`'s marks. Call with `lock` held."""
+        for fingerprint in claimed:
+            left = self._claims.get(fingerprint, 0) - 1
+            if left > 0:
+                self._claims[fingerprint] = left
+            else:
+                self._claims.pop(fingerprint, None)
+
     def _take_pending(self) -> dict[bytes, str]:
-        """The pending texts some followed index still wants (the others are dropped). Call with `lock` held."""
+        """The pending texts some followed index still wants or a search waits for (the others are dropped). Call
+        with `lock` held."""
         for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
+            if fingerprint in self._claims:
+                continue
             waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
             if waiting:
                 self._waiting[fingerprint] = waiting
