@@ -174,36 +174,3 @@ async def test_a_catalogue_that_changes_between_runs_keeps_one_index_updated_inc
         await agent.run('go')
     cache = proxy._runtime.search_index
     assert len(cache.slots) == 1 and len(cache.current) == TOOLS + 6
-
-
-async def test_a_history_shared_by_tenants_gets_each_tenants_own_unknown_tool_retry() -> None:
-    """A transcript every tenant's run starts from (the same `message_history` objects) holding an unknown-tool retry:
-    each tenant's model reads the short retry written for its own tools, never one another tenant's run wrote."""
-    proxy = tenant_proxy(['acme', 'globex'])
-    first = Agent(FunctionModel(_calls_then_done('operate_record_3')), deps_type=Tenant, capabilities=[proxy])
-    shared = (await first.run('go', deps=Tenant('acme'))).all_messages()
-    seen: dict[str, list[ModelMessage]] = {}
-
-    def recording(tenant: str) -> FunctionModel:
-        def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-            seen[tenant] = list(messages)
-            return ModelResponse(parts=[TextPart('done')])
-
-        return FunctionModel(model)
-
-    for tenant in ('acme', 'globex'):
-        agent = Agent(recording(tenant), deps_type=Tenant, capabilities=[proxy])
-        await agent.run('again', deps=Tenant(tenant), message_history=shared)
-    for tenant, other in (('acme', 'globex'), ('globex', 'acme')):
-        [retry] = [p for p in returns(seen[tenant]) if p.outcome == 'retried']
-        text = retry.model_response_str()
-        assert f'{tenant}_op_' in text and other not in text, text
-
-
-def _calls_then_done(name: str) -> Any:
-    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        if not any(isinstance(m, ModelResponse) for m in messages):
-            return ModelResponse(parts=[ToolCallPart(name, {})])
-        return ModelResponse(parts=[TextPart('done')])
-
-    return model
