@@ -3,11 +3,13 @@
 Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for a13n-harness hosts
 `ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
-`ToolProxyCapability.explain`. `__version__` is the Rust extension's, from Cargo.toml (the one place it is
+`ToolProxyCapability.explain`, and `search_strategy` (this package's ranking for Pydantic AI's own `ToolSearch`).
+`__version__` is the Rust extension's, from Cargo.toml (the one place it is
 written; maturin gives the wheel the same).
 """
 
 from . import _core
+from ._strategy import ToolProxySearchStrategy, search_strategy
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, TermMatch
@@ -21,6 +23,8 @@ __all__ = (
     'ToolProxyConfig',
     'ToolProxyGroup',
     'ToolProxyPlan',
+    'ToolProxySearchStrategy',
     'ToolProxySelection',
+    'search_strategy',
 )
 __version__: str = _core.__version__
