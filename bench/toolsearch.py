@@ -135,6 +135,24 @@ async def _search_all(strategy: Any, agent_tools: list[Any], questions: Sequence
     return found
 
 
+def questions_for(tools: Sequence[Tool]) -> list[Question]:
+    """The BFCL questions whose expected tools are all among `tools`."""
+    names = {t.name for t in tools}
+    return [q for q in load_questions() if q.expected <= names]
+
+
+def first_ranks(strategy: Any, tools: Sequence[Tool], questions: Sequence[Question]) -> list[int | None]:
+    """Each question's first rank (None = not in the first 10) when `ToolSearch(strategy=strategy)` searches it
+    over `tools` in real agent runs; a replica counts as the tool it copies."""
+    bfcl_names = {t.name for t in load_tools()}
+    found = asyncio.run(_search_all(strategy, _agent_tools(tools), questions))
+    ranks: list[int | None] = []
+    for question, ranked in zip(questions, found):
+        originals = [_original(name, bfcl_names) for name in ranked[:10]]
+        ranks.append(next((r for r, name in enumerate(originals, 1) if name in question.expected), None))
+    return ranks
+
+
 def measure(n: int) -> tuple[int, list[Row]]:
     """Both rows at `n` deferred tools; returns the number of questions and the rows."""
     from pydantic_ai.toolsets._tool_search import keywords_search_fn
@@ -142,21 +160,14 @@ def measure(n: int) -> tuple[int, list[Row]]:
     from pydantic_ai_toolproxy import search_strategy
 
     tools = deferred_tools(n)
-    names = {t.name for t in tools}
-    bfcl_names = {t.name for t in load_tools()}
-    questions = [q for q in load_questions() if q.expected <= names]
-    agent_tools = _agent_tools(tools)
+    questions = questions_for(tools)
     rows = []
     for label, fn in (
         ("Pydantic AI ToolSearch(strategy='keywords')", keywords_search_fn),
         ('ToolSearch(strategy=search_strategy())', search_strategy(max_results=10)),
     ):
         timed = Timed(fn)
-        found = asyncio.run(_search_all(timed, agent_tools, questions))
-        ranks: list[int | None] = []
-        for question, ranked in zip(questions, found):
-            originals = [_original(name, bfcl_names) for name in ranked[:10]]
-            ranks.append(next((r for r, name in enumerate(originals, 1) if name in question.expected), None))
+        ranks = first_ranks(timed, tools, questions)
         first = None
         seconds = timed.seconds
         if fn is not keywords_search_fn:
