@@ -10,9 +10,11 @@ keyword overlap (`keywords_search_fn`, what `strategy='keywords'` runs) and this
 
 * 1,000 tools: the first 1,000 BFCL tools (`bench/corpus.py` order) and the questions whose expected tools are all
   among them.
-* 10,000 tools: the 1,582 BFCL tools, then replicas named `{name}_r{k}` with the same description and schema (as
-  `bench/perf.py` builds its corpora); every question; a replica of an expected tool counts as found (it is the
-  same function), so the replicas test ranking and speed among near-duplicates, not the metric.
+* 10,000 tools: the 1,582 BFCL tools, then distractors: the `k`-th distractor of tool `i` is named `{name_i}_r{k}`
+  and carries the description and schema of another tool, `(i + 101 k) mod 1,582`; every question, and only the
+  BFCL tools count as found. So every name and every text occurs several times over, as in a collection of
+  many similar servers, yet no distractor is the expected tool's copy (exact copies would tie with it and turn
+  Recall@5 into Recall@1).
 
 "ms per call" is the strategy function's own time per `search_tools` call, timed around the function
 `ToolSearch` calls (median and mean over the questions), measured in one process; `search_strategy()`'s first call,
@@ -23,7 +25,6 @@ same for both rows.
 from __future__ import annotations
 
 import asyncio
-import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -61,29 +62,29 @@ class Timed:
         return names
 
 
+DISTRACTOR_STRIDE = 101
+"""The `k`-th distractor of tool `i` carries the text of tool `(i + DISTRACTOR_STRIDE * k) mod len(base)` (never `i`
+itself while `DISTRACTOR_STRIDE * k < len(base)`, true up to 15 distractors per tool)."""
+
+
 def deferred_tools(n: int) -> list[Tool]:
-    """`n` BFCL tools: the first `n` when `n` is at most the corpus, else the corpus then replicas `{name}_r{k}`."""
+    """`n` tools: the first `n` BFCL tools when `n` is at most the corpus, else the corpus then distractors named
+    `{name_i}_r{k}` with the description and schema of tool `(i + DISTRACTOR_STRIDE * k) mod len(base)`."""
     base = load_tools()
-    out: list[Tool] = []
-    k = 0
+    if n <= len(base):
+        return base[:n]
+    out = list(base)
+    k = 1
     while len(out) < n:
-        for tool in base:
+        for i, tool in enumerate(base):
             if len(out) >= n:
                 break
-            suffix = '' if k == 0 else f'_r{k}'
+            text = base[(i + DISTRACTOR_STRIDE * k) % len(base)]
+            suffix = f'_r{k}'
             name = tool.name[: 64 - len(suffix)] + suffix
-            out.append(Tool(name, tool.original_name, tool.group, tool.description, tool.parameters))
+            out.append(Tool(name, tool.original_name, tool.group, text.description, text.parameters))
         k += 1
     return out
-
-
-_REPLICA = re.compile(r'_r\d+$')
-
-
-def _original(name: str, names: set[str]) -> str:
-    """The BFCL name a replica copies (`x_r3` -> `x`, when `x` is a BFCL tool), else `name`."""
-    stripped = _REPLICA.sub('', name)
-    return stripped if stripped != name and stripped in names else name
 
 
 def _agent_tools(tools: Sequence[Tool]) -> list[Any]:
@@ -143,14 +144,12 @@ def questions_for(tools: Sequence[Tool]) -> list[Question]:
 
 def first_ranks(strategy: Any, tools: Sequence[Tool], questions: Sequence[Question]) -> list[int | None]:
     """Each question's first rank (None = not in the first 10) when `ToolSearch(strategy=strategy)` searches it
-    over `tools` in real agent runs; a replica counts as the tool it copies."""
-    bfcl_names = {t.name for t in load_tools()}
+    over `tools` in real agent runs."""
     found = asyncio.run(_search_all(strategy, _agent_tools(tools), questions))
-    ranks: list[int | None] = []
-    for question, ranked in zip(questions, found):
-        originals = [_original(name, bfcl_names) for name in ranked[:10]]
-        ranks.append(next((r for r, name in enumerate(originals, 1) if name in question.expected), None))
-    return ranks
+    return [
+        next((r for r, name in enumerate(ranked[:10], 1) if name in question.expected), None)
+        for question, ranked in zip(questions, found)
+    ]
 
 
 def measure(n: int) -> tuple[int, list[Row]]:
