@@ -22,7 +22,7 @@ def public_objects() -> list[tuple[str, Any]]:
         obj = getattr(pydantic_ai_toolproxy, name)
         objects.append((name, obj))
         for attr, member in vars(obj).items() if inspect.isclass(obj) else ():
-            if not attr.startswith('_') and callable(member):
+            if not attr.startswith('_') and (callable(member) or isinstance(member, classmethod)):
                 objects.append((f'{name}.{attr}', member))
     objects.append(('_names.canonical_name', _names.canonical_name))
     return objects

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -147,6 +148,44 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         self._runtime = runtime
         self._controls = ControlToolset(runtime)
         WrapperCapability.__init__(self, wrapped=CombinedCapability(capability_sources))
+
+    @classmethod
+    def from_mcp_config(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        descriptions: Mapping[str, str] | None = None,
+        config: ToolProxyConfig | None = None,
+    ) -> ToolProxyCapability[Any]:
+        """One group per server of an `mcpServers` JSON file (Claude Desktop, Claude Code, Cursor), read by Pydantic
+        AI's `pydantic_ai.mcp.load_mcp_toolsets` (with its `${VAR}` and `${VAR:-default}` expansion).
+
+        ```python
+        import json, sys, tempfile
+        from pydantic_ai_toolproxy import ToolProxyCapability
+
+        servers = {'notes server': {'command': sys.executable, 'args': ['examples/mcp_server.py']}}
+        with tempfile.NamedTemporaryFile('w', suffix='.json', delete=False) as file:
+            json.dump({'mcpServers': servers}, file)
+        proxy = ToolProxyCapability.from_mcp_config(file.name, descriptions={'notes server': 'Notes and weather'})
+        assert list(proxy.groups) == ['notes_server']  # nothing is started until a run enters the servers
+        ```
+
+        Each group lists its tools under the server's own names (not Pydantic AI's per-server prefix). The group id
+        is the server name made valid by `_mcp_config.group_id` (e.g. `my server.v2` -> `my_server_v2`); the
+        description is `descriptions[server]` or `Tools of the MCP server "<server>"`. A server that does not start
+        is caught when a run enters it (where Pydantic AI would fail the run): that run goes on without its group,
+        and a warning naming the server is logged on the `pydantic_ai_toolproxy` logger.
+
+        Raises:
+            OSError: a missing or unreadable file.
+            ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a server name
+                that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
+                no server of the file, or an invalid description (naming the group).
+        """
+        from ._mcp_config import from_mcp_config
+
+        return from_mcp_config(path, descriptions=descriptions, config=config)
 
     @classmethod
     def _placed(

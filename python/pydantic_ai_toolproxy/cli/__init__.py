@@ -45,20 +45,22 @@ async def _run(ns: argparse.Namespace) -> int:
     with progress:
         async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress) as surface:
             command = ns.command
+            if command == 'check':  # reports servers that did not start as errors
+                return await run_check(surface, out, progress, strict=ns.strict)
+            for _, message in surface.unavailable:
+                out.warning(message)
             if command == 'inspect':
                 return await run_inspect(surface, out, progress, full=ns.full)
-            if command == 'search':
-                return await run_search(
-                    surface,
-                    out,
-                    progress,
-                    query=ns.query,
-                    group=ns.search_group,
-                    limit=ns.limit,
-                    offset=ns.offset,
-                    explain=ns.explain,
-                )
-            return await run_check(surface, out, progress, strict=ns.strict)
+            return await run_search(
+                surface,
+                out,
+                progress,
+                query=ns.query,
+                group=ns.search_group,
+                limit=ns.limit,
+                offset=ns.offset,
+                explain=ns.explain,
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,6 +23,7 @@ sources (before the command; --group/--description apply to the source just befo
   -s mypkg.tools:status                            no --group: offered directly
   --mcp-stdio "python examples/mcp_server.py" --group notes
   --mcp-http https://mcp.example.com/mcp --group docs
+  --mcp-config mcp.json                            an mcpServers file: one group per server
   --config toolproxy.toml                          the Host schema: tool_sources, presentation, group
 
 examples:
@@ -49,7 +50,7 @@ class _OnLastSource(argparse.Action):
     ) -> None:
         specs: list[SourceSpec] = getattr(ns, 'sources', None) or []
         if not specs:
-            parser.error(f'{option} must follow a source (-s/--source, --mcp-stdio or --mcp-http)')
+            parser.error(f'{option} must follow a source (-s/--source, --mcp-stdio, --mcp-http or --mcp-config)')
         field = self.const
         if getattr(specs[-1], field) is not None:
             parser.error(f'{option} given twice for {specs[-1].origin}')
@@ -99,6 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar='URL',
         dest='sources',
         help='an MCP server over streamable HTTP',
+    )
+    src.add_argument(
+        '--mcp-config',
+        action=_AddSource,
+        const='mcp-config',
+        metavar='FILE',
+        dest='sources',
+        help='an mcpServers JSON file (Claude Desktop, Claude Code, Cursor): one group per server',
     )
     src.add_argument(
         '--group',

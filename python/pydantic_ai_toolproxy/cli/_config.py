@@ -11,6 +11,9 @@ module = "hosttools.py:crm_toolset"          # module:attribute or path/to/file.
 mcp_stdio = "python mcp_server.py"            # or mcp_http = "https://mcp.example.com/mcp"
 [sources.host-status]
 module = "hosttools:status_toolset"
+[sources.desktop]
+mcp_config = "mcp.json"                       # an mcpServers file: one group per server (group ids: from_mcp_config)
+descriptions = { github = "Issues and pull requests" }   # optional, by server name
 
 [[tool_sources]]
 source_id = "customer-tools"
@@ -22,12 +25,17 @@ description = "Customer records and account operations"
 source_id = "host-status"
 presentation = "direct"
 
+[[tool_sources]]
+source_id = "desktop"
+presentation = "proxy"                        # no group: the file names them
+
 [discovery]                                   # optional ToolProxyConfig fields
 max_search_bytes = 32768
 ```
 
 Sources defined but not listed in `tool_sources` stay direct. A `module` source that yields a
-`ToolProxyCapability` or a mapping of groups is listed with `presentation = "proxy"` and no `group`.
+`ToolProxyCapability` or a mapping of groups, and an `mcp_config` source, are listed with `presentation = "proxy"`
+and no `group`.
 Relative paths (module files, the stdio command's working directory) are resolved against the file's directory.
 """
 
@@ -50,17 +58,24 @@ class _Model(BaseModel):
 
 
 class SourceDefinition(_Model):
-    """How to construct one source ID: exactly one of `module`, `mcp_stdio`, `mcp_http`."""
+    """How to construct one source ID: exactly one of `module`, `mcp_stdio`, `mcp_http`, `mcp_config` (with
+    `descriptions`, server name -> group description, for `mcp_config` only)."""
 
     module: StrictStr | None = None
     mcp_stdio: StrictStr | None = None
     mcp_http: StrictStr | None = None
+    mcp_config: StrictStr | None = None
+    descriptions: dict[StrictStr, StrictStr] | None = None
 
     @model_validator(mode='after')
     def _exactly_one(self) -> SourceDefinition:
-        given = [k for k in ('module', 'mcp_stdio', 'mcp_http') if getattr(self, k) is not None]
+        given = [k for k in ('module', 'mcp_stdio', 'mcp_http', 'mcp_config') if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f'give exactly one of module, mcp_stdio, mcp_http (got {", ".join(given) or "none"})')
+            raise ValueError(
+                f'give exactly one of module, mcp_stdio, mcp_http, mcp_config (got {", ".join(given) or "none"})'
+            )
+        if self.descriptions is not None and self.mcp_config is None:
+            raise ValueError('descriptions apply to an mcp_config source only')
         return self
 
 
@@ -149,6 +164,8 @@ def _spec(source_id: str, definition: SourceDefinition, base: Path, entry: ToolS
         kind, target = 'module', definition.module
     elif definition.mcp_stdio is not None:
         kind, target = 'mcp-stdio', definition.mcp_stdio
+    elif definition.mcp_config is not None:
+        kind, target = 'mcp-config', definition.mcp_config
     else:
         kind, target = 'mcp-http', definition.mcp_http or ''
     return SourceSpec(
@@ -159,4 +176,5 @@ def _spec(source_id: str, definition: SourceDefinition, base: Path, entry: ToolS
         presentation=entry.presentation if entry else 'direct',
         base_dir=base,
         origin=f'sources.{source_id}',
+        descriptions=dict(definition.descriptions) if definition.descriptions is not None else None,
     )

@@ -21,6 +21,7 @@ __all__ = (
     'not_first',
     'oversized',
     'preparation',
+    'server_start',
     'unsupported',
 )
 
@@ -33,6 +34,7 @@ Kind = Literal[
     'preparation',
     'blank-description',
     'not-first',
+    'server-start',
 ]
 
 
@@ -183,4 +185,17 @@ def preparation(group: str | None, message: str) -> Problem:
     """Error: preparation fails for a reason no other kind covers; `message` is the `UserError` text."""
     return Problem(
         'error', 'preparation', group, None, f'preparation fails: {message}', 'follow the advice in the message'
+    )
+
+
+def server_start(group: str | None, message: str) -> Problem:
+    """Error: a server of an `mcpServers` file did not start (`message` names it, the file and the exception); runs
+    go on without its group."""
+    return Problem(
+        'error',
+        'server-start',
+        group,
+        None,
+        message,
+        "fix the server's entry in the mcpServers file (command, args, env, cwd or url), or remove it",
     )

@@ -101,6 +101,11 @@ class Output:
         self._start()
         error(message)
 
+    def warning(self, message: str) -> None:
+        """Print `toolproxy: warning: message` to stderr (the result still follows on stdout)."""
+        self._start()
+        sys.stderr.write(f'toolproxy: warning: {message}\n')
+
     def line(self, text: str = '', style: str | None = None) -> None:
         """Print one line of text (`style` applies on a terminal only; `[` is never markup)."""
         self._start()

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset
 
+from .._mcp_config import MCPServerToolset
 from ._config import load_config
 from ._progress import Progress
 from ._sources import SourceError, SourceSpec, Surface, build_surface
@@ -18,13 +19,14 @@ __all__ = ('open_surface',)
 
 
 def _mcp_toolsets(surface: Surface) -> list[tuple[str, Any]]:
+    """`(origin, MCPToolset)` of every source but the servers of `mcpServers` files (`_mcp_servers`)."""
     module = sys.modules.get('pydantic_ai.mcp')
     if module is None:  # nobody built an MCPToolset, so there is none (and its heavy import is skipped)
         return []
     MCPToolset = module.MCPToolset
     found: list[tuple[str, Any]] = []
     for origin, source in surface.all_sources():
-        if isinstance(source, AbstractToolset):
+        if isinstance(source, AbstractToolset) and not isinstance(source, MCPServerToolset):
 
             def collect(ts: AbstractToolset[Any], origin: str = origin) -> None:
                 if isinstance(ts, MCPToolset):
@@ -34,6 +36,48 @@ def _mcp_toolsets(surface: Surface) -> list[tuple[str, Any]]:
     return found
 
 
+async def _start_servers(surface: Surface, stack: AsyncExitStack, progress: Progress) -> None:
+    """Start the servers of `mcpServers` files; one that does not start is left out of the surface, as a run leaves
+    its group out (`_mcp_config.MCPServerToolset`), and recorded in `surface.unavailable`."""
+    for name, group in list(surface.groups.items()):
+        origin = ', '.join(surface.group_origins[name])
+        if isinstance(group.source, MCPServerToolset) and not await _start(
+            group.source, origin, name, stack, progress, surface
+        ):
+            del surface.groups[name]
+            del surface.group_origins[name]
+    for item in list(surface.direct):
+        origin, source = item
+        if isinstance(source, MCPServerToolset) and not await _start(source, origin, None, stack, progress, surface):
+            surface.direct.remove(item)
+
+
+async def _start(
+    server: MCPServerToolset[Any],
+    origin: str,
+    group: str | None,
+    stack: AsyncExitStack,
+    progress: Progress,
+    surface: Surface,
+) -> bool:
+    toolset: Any = server.wrapped
+    with progress.step(f'starting MCP server {server.server!r} ({origin})') as step:
+        try:
+            await stack.enter_async_context(toolset)
+            step.done(f'{len(await toolset.list_tools())} tools from MCP server {server.server!r} ({origin})')
+            return True
+        except Exception as exc:
+            where = f'group {group!r}' if group is not None else 'its tools'
+            surface.unavailable.append(
+                (
+                    group,
+                    f'MCP server {server.server!r} ({origin}) did not start ({type(exc).__name__}: {exc}); '
+                    f'{where} left out, as a run would leave it out',
+                )
+            )
+            return False
+
+
 @asynccontextmanager
 async def open_surface(
     specs: list[SourceSpec], config_file: Path | None, overrides: dict[str, Any], progress: Progress
@@ -41,7 +85,10 @@ async def open_surface(
     """Load the config file's sources, then `specs`, into one `Surface`, with its MCP servers running.
 
     Each MCP toolset is entered once here (and its tool list fetched, with a progress step per server), so
-    the probe runs reuse one connection per server; all are closed when the block ends.
+    the probe runs reuse one connection per server; all are closed when the block ends. A server of an
+    `mcpServers` file (`--mcp-config`) that does not start is left out with its group and recorded in
+    `Surface.unavailable` (the commands warn, `check` reports an error); any other MCP server that does not start
+    fails the command.
 
     Raises:
         SourceError: no sources, a source that cannot be loaded, or an MCP server that cannot start.
@@ -58,6 +105,7 @@ async def open_surface(
         surface = await build_surface(all_specs, overrides)
         step.done(f'{len(surface.groups)} groups, {len(surface.direct)} direct sources')
     async with AsyncExitStack() as stack:
+        await _start_servers(surface, stack, progress)
         for origin, toolset in _mcp_toolsets(surface):
             # The status first: a long origin (a full command line) is what gets cut on a narrow terminal.
             with progress.step(f'starting MCP server {origin}') as step:

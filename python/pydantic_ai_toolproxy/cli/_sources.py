@@ -26,7 +26,7 @@ from ..group import ToolProxyGroup
 
 __all__ = ('SourceError', 'SourceSpec', 'Surface', 'build_surface')
 
-SourceKind = Literal['module', 'mcp-stdio', 'mcp-http']
+SourceKind = Literal['module', 'mcp-stdio', 'mcp-http', 'mcp-config']
 Presentation = Literal['proxy', 'direct']
 Source = AbstractToolset[Any] | AbstractCapability[Any]
 
@@ -41,7 +41,8 @@ class SourceSpec:
 
     Attributes:
         kind: `module` (`target` is `module:attribute` or `path/to/file.py:attribute`), `mcp-stdio`
-            (`target` is a shell-quoted command line) or `mcp-http` (`target` is the server URL).
+            (`target` is a shell-quoted command line), `mcp-http` (`target` is the server URL) or `mcp-config`
+            (`target` is an `mcpServers` JSON file: one group per server, `ToolProxyCapability.from_mcp_config`).
         target: See `kind`.
         group: Group name for a toolset or capability source; `None` leaves it direct unless
             `presentation` says `proxy`.
@@ -50,6 +51,7 @@ class SourceSpec:
             `ToolProxyCapability` or a mapping of groups, direct otherwise.
         base_dir: Directory that relative file paths and stdio commands are resolved against.
         origin: How messages name this source, e.g. `--mcp-stdio 'python server.py'` or `sources.notes`.
+        descriptions: For `mcp-config`: server name -> group description (the config file's `descriptions`).
     """
 
     kind: SourceKind
@@ -59,6 +61,7 @@ class SourceSpec:
     presentation: Presentation | None = None
     base_dir: Path = field(default_factory=Path.cwd)
     origin: str = ''
+    descriptions: dict[str, str] | None = None
 
     @property
     def label(self) -> str:
@@ -75,12 +78,15 @@ class Surface:
         group_origins: Group name -> the sources it was built from (for messages).
         direct: `(origin, source)` for every source offered directly.
         config: The `ToolProxyConfig` of the proxy.
+        unavailable: `(group or None, message)` for each server of an `mcpServers` file that did not start; its
+            group (or direct source) is left out, as a run would leave it out (`cli._session.open_surface`).
     """
 
     groups: dict[str, ToolProxyGroup[Any]]
     group_origins: dict[str, list[str]]
     direct: list[tuple[str, Source]]
     config: ToolProxyConfig
+    unavailable: list[tuple[str | None, str]] = field(default_factory=list)
 
     def capability(self, groups: Iterable[str] | None = None) -> ToolProxyCapability[Any]:
         """A fresh `ToolProxyCapability` over all groups (or only `groups`), with the surface's config."""
@@ -191,6 +197,23 @@ def mcp_source(spec: SourceSpec) -> AbstractToolset[Any]:
     return MCPToolset(transport, id=spec.group, include_instructions=True)
 
 
+def mcp_config_source(spec: SourceSpec) -> dict[str, ToolProxyGroup[Any]]:
+    """The groups of an `mcp-config` spec: one per server of the file (`_mcp_config.mcp_groups`).
+
+    Raises:
+        SourceError: what `ToolProxyCapability.from_mcp_config` raises (file, format, `${VAR}`, server names,
+            descriptions), or a missing MCP client.
+    """
+    try:
+        from .._mcp_config import mcp_groups
+
+        return mcp_groups(spec.base_dir / spec.target, spec.descriptions)
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise SourceError(f'{spec.label}: MCP support is not installed ({exc}); install the [mcp] extra') from exc
+    except (OSError, ValueError, TypeError) as exc:
+        raise SourceError(f'{spec.label}: {exc}') from exc
+
+
 @dataclass
 class _Part:
     """One resolved source: grouped under `group`, or direct when `group` is None."""
@@ -295,6 +318,8 @@ async def build_surface(specs: list[SourceSpec], overrides: Mapping[str, Any] | 
     for spec in specs:
         if spec.kind == 'module':
             value = await load_target(spec.target, spec.base_dir, spec.label)
+        elif spec.kind == 'mcp-config':
+            value = mcp_config_source(spec)
         else:
             value = mcp_source(spec)
         parts.extend(_resolve(spec, value, configs))

@@ -39,6 +39,7 @@ from ._problems import (
     not_first,
     oversized,
     preparation,
+    server_start,
     unsupported,
 )
 from ._progress import Progress
@@ -195,7 +196,7 @@ def _collisions(
 
 async def find_problems(surface: Surface, progress: Progress) -> tuple[list[Problem], dict[str, Any]]:
     """All problems of the surface, and counts: `tools` (grouped tools checked), `groups`, `direct_tools`."""
-    problems: list[Problem] = []
+    problems: list[Problem] = [server_start(group, message) for group, message in surface.unavailable]
     healthy = list(surface.groups)
     unhealthy_tools = 0
     with progress.step(f'preparing {len(healthy)} groups') as step:

@@ -1,0 +1,228 @@
+"""`ToolProxyCapability.from_mcp_config`: every server of an `mcpServers` JSON file as one group.
+
+The file is read by Pydantic AI's own `pydantic_ai.mcp.load_mcp_toolsets` (the format Claude Desktop, Claude Code
+and Cursor use, with `${VAR}` and `${VAR:-default}` expansion); nothing here parses it again. That function returns
+one `MCPToolset` per server (id = the server name) inside a `PrefixedToolset` named after the server; the prefix
+is taken off, because the group already says which server a tool comes from, so each group lists its tools under
+the server's own names.
+
+Group ids (`group_id`): a server name is made a group id by one documented rule, and a name the rule cannot make
+valid, or two names the rule makes equal, fail at construction with an error naming the server(s).
+
+A server that does not start: Pydantic AI builds the toolsets without starting anything, and starts each server
+when a run (or `async with agent:`) enters its toolset, where a bare `MCPToolset` that fails fails the whole run.
+Here each server's toolset is wrapped (`MCPServerToolset`) so a failure to start is caught at that same moment:
+the run goes on without that group (it is absent from the controls' group enum and descriptions, as a group with
+no tools in a step always is), one warning naming the server and the error is logged on the `pydantic_ai_toolproxy`
+logger, and the next run (or the next `async with agent:`) tries to start it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from pydantic_ai.tools import AgentDepsT, RunContext
+from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from . import _core
+from .config import ToolProxyConfig
+from .group import ToolProxyGroup
+
+if TYPE_CHECKING:
+    from .capability import ToolProxyCapability
+
+__all__ = ('MCPServerToolset', 'default_description', 'from_mcp_config', 'group_id', 'mcp_groups')
+
+logger = logging.getLogger('pydantic_ai_toolproxy')
+
+_OUTSIDE = re.compile(r'[^A-Za-z0-9_-]+')
+_UNDERSCORES = re.compile(r'_{2,}')
+MAX_GROUP_CHARS = 32
+
+
+def group_id(server: str) -> str:
+    """The group id of the MCP server named `server` in an `mcpServers` file.
+
+    The rule, in order: every run of characters other than ASCII letters, digits, `-` and `_` becomes one `_`;
+    runs of `_` become one `_` (a group id holds no `__`, the canonical-name separator); `_` and `-` are stripped
+    from both ends; a name that then starts with a digit gets the prefix `mcp_`. Letter case is kept. A valid group
+    name is returned unchanged.
+
+    ```python
+    from pydantic_ai_toolproxy._mcp_config import group_id
+
+    assert group_id('github') == 'github'
+    assert group_id('@acme/server-files') == 'acme_server-files'
+    assert group_id('my server.v2') == 'my_server_v2'
+    assert group_id('1password') == 'mcp_1password'
+    ```
+
+    Raises:
+        ValueError: naming the server, when nothing is left (a name of only punctuation or non-ASCII letters) or
+            the result is longer than 32 characters; rename the server in the file.
+    """
+    text = _UNDERSCORES.sub('_', _OUTSIDE.sub('_', server)).strip('_-')
+    if text[:1].isdigit():
+        text = 'mcp_' + text
+    if not text:
+        raise ValueError(
+            f'MCP server {server!r} cannot be a ToolProxy group: its name holds no ASCII letter or digit. '
+            'Rename the server in the mcpServers file (group ids are ASCII letters, digits, - and _).'
+        )
+    if len(text) > MAX_GROUP_CHARS:
+        raise ValueError(
+            f'MCP server {server!r} cannot be a ToolProxy group: its group id {text!r} is {len(text)} characters, '
+            f'more than {MAX_GROUP_CHARS}. Give the server a shorter name in the mcpServers file.'
+        )
+    _core.validate_group_name(text)  # the rule above only yields valid names; the core's check stays the authority
+    return text
+
+
+def default_description(server: str) -> str:
+    """The group description used when the host gives none: `Tools of the MCP server "<name>"` (the name as written
+    in the file, cut to 400 characters)."""
+    return f'Tools of the MCP server "{server[:400]}"'
+
+
+@dataclass
+class MCPServerToolset(WrapperToolset[AgentDepsT]):
+    """One server of an `mcpServers` file: its `MCPToolset`, tolerant of a server that does not start.
+
+    `for_run` gives each run its own copy (sharing the one `MCPToolset`, so one connection serves concurrent runs),
+    which remembers whether its own start failed; a failed copy lists no tools and no instructions, and its exit
+    leaves the `MCPToolset` alone.
+
+    Attributes:
+        server: The server's name in the file.
+        start_error: The exception that kept the server from starting at this copy's last entry (None: it started,
+            or was not entered yet).
+    """
+
+    server: str = ''
+    start_error: Exception | None = field(default=None, init=False, repr=False, compare=False)
+    _entered: int = field(default=0, init=False, repr=False, compare=False)
+    """Entries of this copy that started the server and are not exited yet (entries nest, exits come in reverse)."""
+
+    @property
+    def id(self) -> str | None:
+        return self.wrapped.id
+
+    @property
+    def label(self) -> str:
+        return f'MCP server {self.server!r} ({self.wrapped.label})'
+
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        return replace(self, wrapped=await self.wrapped.for_run(ctx))
+
+    async def __aenter__(self) -> Self:
+        try:
+            await self.wrapped.__aenter__()
+        except Exception as exc:  # the server's own failure: this run goes on without its group
+            self.start_error = exc
+            logger.warning(
+                'MCP server %r did not start (%s: %s); group %r is left out of this run',
+                self.server,
+                type(exc).__name__,
+                exc,
+                group_id(self.server),
+            )
+        else:
+            self.start_error = None
+            self._entered += 1
+        return self
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        if self._entered == 0:  # this entry failed to start the server: nothing to close
+            return None
+        self._entered -= 1
+        return await self.wrapped.__aexit__(*args)
+
+    async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        if self.start_error is not None:
+            return {}
+        return await self.wrapped.get_tools(ctx)
+
+    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
+        if self.start_error is not None:
+            return None
+        return await self.wrapped.get_instructions(ctx)
+
+
+def mcp_groups(
+    path: str | os.PathLike[str], descriptions: Mapping[str, str] | None = None
+) -> dict[str, ToolProxyGroup[Any]]:
+    """Group id -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's order.
+
+    Args:
+        path: The JSON file, read by `pydantic_ai.mcp.load_mcp_toolsets` (paths inside it, such as a stdio
+            server's command and `cwd`, are as that function reads them: relative to the process's working
+            directory).
+        descriptions: Server name (as written in the file) -> group description; servers not in it get
+            `default_description`.
+
+    Raises:
+        OSError: a missing or unreadable file (from `load_mcp_toolsets`).
+        ValueError: what else `load_mcp_toolsets` raises (invalid JSON, an entry that is not an MCP server, an
+            undefined `${VAR}`), with the file named.
+        ValueError: a server name that cannot be a group id, two server names with one group id (naming both),
+            or a `descriptions` key that names no server of the file.
+        TypeError: `descriptions` is not a mapping of str to str.
+    """
+    from pydantic_ai.mcp import load_mcp_toolsets  # the [mcp] extra: imported only when a file is used
+
+    if descriptions is not None and (
+        not isinstance(descriptions, Mapping)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in descriptions.items())
+    ):
+        raise TypeError(f'descriptions must be a mapping of server name to str, got {descriptions!r}')
+    try:
+        toolsets = load_mcp_toolsets(Path(path))
+    except OSError:
+        raise
+    except ValueError as exc:  # pydantic's ValidationError too: say which file
+        raise ValueError(f'cannot load the mcpServers file {os.fspath(path)!r}: {exc}') from exc
+    servers: dict[str, AbstractToolset[Any]] = {}
+    for toolset in toolsets:
+        # load_mcp_toolsets wraps each server's MCPToolset in a PrefixedToolset named after the server.
+        if isinstance(toolset, PrefixedToolset):
+            servers[toolset.prefix] = toolset.wrapped
+        else:  # pragma: no cover - a future Pydantic AI without the prefix: the toolset's id is the server name
+            servers[str(toolset.id)] = toolset
+    unknown = [name for name in descriptions or {} if name not in servers]
+    if unknown:
+        raise ValueError(
+            f'descriptions name {", ".join(map(repr, unknown))}, which is not a server of {os.fspath(path)!r} '
+            f'(its servers: {", ".join(map(repr, servers)) or "none"})'
+        )
+    groups: dict[str, ToolProxyGroup[Any]] = {}
+    named: dict[str, str] = {}
+    for server, toolset in servers.items():
+        gid = group_id(server)
+        if gid in named:
+            raise ValueError(
+                f'MCP servers {named[gid]!r} and {server!r} both become ToolProxy group {gid!r}; '
+                'rename one of them in the mcpServers file'
+            )
+        named[gid] = server
+        description = (descriptions or {}).get(server, default_description(server))
+        groups[gid] = ToolProxyGroup(source=MCPServerToolset(toolset, server=server), description=description)
+    return groups
+
+
+def from_mcp_config(
+    path: str | os.PathLike[str],
+    *,
+    descriptions: Mapping[str, str] | None = None,
+    config: ToolProxyConfig | None = None,
+) -> ToolProxyCapability[Any]:
+    """A `ToolProxyCapability` with one group per server of the `mcpServers` file at `path` (see `mcp_groups`)."""
+    from .capability import ToolProxyCapability
+
+    return ToolProxyCapability(groups=mcp_groups(path, descriptions), config=config)

@@ -1,0 +1,113 @@
+"""`toolproxy --mcp-config FILE` and `mcp_config = "FILE"` in a config file: an `mcpServers` file, one group per
+server, with real stdio servers (examples/mcp_server.py, tests/hostile_mcp_server.py) started by the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTES = str(ROOT / 'examples' / 'mcp_server.py')
+HOSTILE = str(ROOT / 'tests' / 'hostile_mcp_server.py')
+
+
+def toolproxy(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in ('FORCE_COLOR', 'TTY_COMPATIBLE', 'NO_COLOR', 'COLUMNS')}
+    return subprocess.run(
+        [sys.executable, '-m', 'pydantic_ai_toolproxy', *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=base,
+        timeout=300,
+    )
+
+
+def servers(broken: bool = False) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        'notes server': {'command': sys.executable, 'args': [NOTES, '--no-test-tools']},
+        'hostile': {'command': sys.executable, 'args': [HOSTILE]},
+    }
+    if broken:
+        found['broken'] = {'command': sys.executable, 'args': [NOTES, '--fail-startup']}
+    return found
+
+
+def write(tmp_path: Path, broken: bool = False) -> Path:
+    path = tmp_path / 'mcp.json'
+    path.write_text(json.dumps({'mcpServers': servers(broken)}))
+    return path
+
+
+def test_inspect_and_search_an_mcp_servers_file(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    proc = toolproxy('--mcp-config', str(path), 'inspect', '--json')
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [(g['name'], g['tools'], g['description']) for g in doc['groups']] == [
+        ('notes_server', 6, 'Tools of the MCP server "notes server"'),
+        ('hostile', 6, 'Tools of the MCP server "hostile"'),
+    ]
+    found = toolproxy('--mcp-config', str(path), 'search', 'convert temperature', '--json')
+    assert found.returncode == 0, found.stderr
+    first = json.loads(found.stdout)['tools'][0]
+    assert (first['group'], first['tool']) == ('notes_server', 'convert_temperature')
+
+
+def test_a_server_that_does_not_start_is_left_out_with_a_warning_and_check_fails(tmp_path: Path) -> None:
+    path = write(tmp_path, broken=True)
+    proc = toolproxy('--mcp-config', str(path), 'inspect', '--json')
+    assert proc.returncode == 0, proc.stderr
+    assert [g['name'] for g in json.loads(proc.stdout)['groups']] == ['notes_server', 'hostile']
+    assert f"toolproxy: warning: MCP server 'broken' (--mcp-config '{path}' [broken]) did not start (" in proc.stderr
+    check = toolproxy('--mcp-config', str(path), 'check', '--json')
+    assert check.returncode == 1
+    problems = json.loads(check.stdout)['problems']
+    start = [p for p in problems if p['kind'] == 'server-start']
+    assert len(start) == 1 and start[0]['group'] == 'broken' and start[0]['severity'] == 'error'
+    assert "MCP server 'broken'" in start[0]['message']
+    # The other servers are still checked: the hostile server's 1 MB description is found.
+    assert any(p['kind'] == 'oversized' and p['group'] == 'hostile' for p in problems)
+
+
+def test_file_errors_exit_2_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / 'mcp.json'
+    path.write_text(json.dumps({'mcpServers': {'a b': servers()['hostile'], 'a_b': servers()['hostile']}}))
+    proc = toolproxy('--mcp-config', str(path), 'inspect')
+    assert proc.returncode == 2
+    assert "MCP servers 'a b' and 'a_b' both become ToolProxy group 'a_b'" in proc.stderr
+    assert proc.stderr.startswith(f"toolproxy: error: --mcp-config '{path}': ")
+    missing = toolproxy('--mcp-config', str(tmp_path / 'nothing.json'), 'inspect')
+    assert missing.returncode == 2 and 'nothing.json' in missing.stderr
+    grouped = toolproxy('--mcp-config', str(write(tmp_path)), '--group', 'x', 'inspect')
+    assert grouped.returncode == 2 and 'already names its groups' in grouped.stderr
+
+
+def test_config_file_mcp_config_with_descriptions_relative_to_the_file(tmp_path: Path) -> None:
+    write(tmp_path)
+    config = tmp_path / 'toolproxy.toml'
+    config.write_text(
+        '[sources.desktop]\n'
+        'mcp_config = "mcp.json"\n'
+        'descriptions = { "notes server" = "Notes and weather" }\n'
+        '[[tool_sources]]\n'
+        'source_id = "desktop"\n'
+        'presentation = "proxy"\n'
+    )
+    proc = toolproxy('--config', str(config), 'inspect', '--json', cwd=ROOT / 'docs')
+    assert proc.returncode == 0, proc.stderr
+    groups = json.loads(proc.stdout)['groups']
+    assert [(g['name'], g['description']) for g in groups] == [
+        ('notes_server', 'Notes and weather'),
+        ('hostile', 'Tools of the MCP server "hostile"'),
+    ]
+    config.write_text('[sources.x]\nmodule = "m:x"\ndescriptions = { a = "b" }\n')
+    wrong = toolproxy('--config', str(config), 'inspect')
+    assert wrong.returncode == 2 and 'descriptions apply to an mcp_config source only' in wrong.stderr
+    config.write_text('[sources.desktop]\nmcp_config = "mcp.json"\ndescriptions = { nobody = "b" }\n')
+    typo = toolproxy('--config', str(config), 'inspect')
+    assert typo.returncode == 2 and "descriptions name 'nobody'" in typo.stderr

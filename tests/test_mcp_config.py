@@ -1,0 +1,245 @@
+"""`ToolProxyCapability.from_mcp_config`: an `mcpServers` file behind the proxy, with real stdio MCP servers.
+
+The servers are examples/mcp_server.py (notes and weather) and tests/hostile_mcp_server.py (hand-written JSON-RPC),
+started by Pydantic AI's `load_mcp_toolsets` from a file written per test. A server that does not start is the
+example server with `--fail-startup` (it exits with status 1 before speaking MCP) or a missing executable.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from support import CALL, SEARCH, Script, last_return, page_of, returns
+
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig
+from pydantic_ai_toolproxy._mcp_config import default_description, group_id
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTES = str(ROOT / 'examples' / 'mcp_server.py')
+HOSTILE = str(ROOT / 'tests' / 'hostile_mcp_server.py')
+
+
+def notes(*extra: str) -> dict[str, Any]:
+    return {'command': sys.executable, 'args': [NOTES, '--no-test-tools', *extra]}
+
+
+def write(tmp_path: Path, servers: dict[str, Any], name: str = 'mcp.json') -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({'mcpServers': servers}), encoding='utf-8')
+    return path
+
+
+def group_enum(script: Script, step: int = 0) -> list[str]:
+    schema = script.tool_def(SEARCH, step).parameters_json_schema
+    group = schema['properties']['group']
+    return next(option['enum'] for option in group['anyOf'] if 'enum' in option)
+
+
+async def test_each_server_is_a_group_with_its_own_tool_names(tmp_path: Path) -> None:
+    path = write(tmp_path, {'notes server': notes(), 'hostile': {'command': sys.executable, 'args': [HOSTILE]}})
+    proxy = ToolProxyCapability.from_mcp_config(path, descriptions={'hostile': 'Hand-written hostile tools'})
+    assert list(proxy.groups) == ['notes_server', 'hostile']
+    assert proxy.groups['notes_server'].description == 'Tools of the MCP server "notes server"'
+    assert proxy.groups['hostile'].description == 'Hand-written hostile tools'
+    script = Script(
+        [
+            [(SEARCH, {'query': 'convert temperature', 'group': 'notes_server'})],
+            [
+                (
+                    CALL,
+                    {
+                        'group': 'notes_server',
+                        'tool': 'convert_temperature',
+                        'arguments': {'value': 100, 'from_unit': 'celsius', 'to_unit': 'fahrenheit'},
+                    },
+                )
+            ],
+            [(CALL, {'group': 'hostile', 'tool': 'plain_tool', 'arguments': {}})],
+            'done',
+        ]
+    )
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    assert script.offered(0) == [SEARCH, CALL]
+    assert group_enum(script) == ['notes_server', 'hostile']
+    page = page_of(last_return(result.all_messages(), SEARCH))
+    # The server's own names: not Pydantic AI's per-server prefix (`notes server_convert_temperature`).
+    assert page['tools'][0]['tool'] == 'convert_temperature'
+    assert page['tools'][0]['group'] == 'notes_server'
+    calls = [p.content for p in returns(result.all_messages()) if p.tool_name == CALL]
+    assert calls[0] == 212.0
+    assert calls[1] == 'ran plain_tool'
+
+
+async def test_env_vars_in_the_file_are_expanded_by_pydantic_ai(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv('TOOLPROXY_TEST_NOTES', NOTES)
+    path = write(
+        tmp_path,
+        {
+            'notes': {
+                'command': sys.executable,
+                'args': ['${TOOLPROXY_TEST_NOTES}', '${TOOLPROXY_UNSET_FLAG:---no-test-tools}'],
+            }
+        },
+    )
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    script = Script([[(SEARCH, {'query': '', 'group': 'notes', 'limit': 10})], 'done'])
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    names = [entry['tool'] for entry in page_of(last_return(result.all_messages(), SEARCH))['tools']]
+    assert 'add_note' in names and 'fail' not in names  # the default `--no-test-tools` was passed
+
+    monkeypatch.delenv('TOOLPROXY_TEST_NOTES')
+    with pytest.raises(ValueError, match=r'mcp\.json.*TOOLPROXY_TEST_NOTES\} is not defined'):
+        ToolProxyCapability.from_mcp_config(path)
+
+
+@pytest.mark.parametrize(
+    'broken',
+    [
+        pytest.param(notes('--fail-startup'), id='exits-at-startup'),
+        pytest.param({'command': str(ROOT / 'no-such-server-binary')}, id='missing-executable'),
+        # Silent past Pydantic AI's 5 s `init_timeout` (the MCPToolset default load_mcp_toolsets keeps).
+        pytest.param(notes('--startup-delay', '60'), id='hangs-at-startup'),
+    ],
+)
+async def test_a_server_that_does_not_start_leaves_the_others_working(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, broken: dict[str, Any]
+) -> None:
+    path = write(tmp_path, {'broken one': broken, 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)  # nothing starts at construction
+    assert list(proxy.groups) == ['broken_one', 'notes']
+    script = Script(
+        [
+            [(CALL, {'group': 'broken_one', 'tool': 'list_notes', 'arguments': {}})],
+            [(CALL, {'group': 'notes', 'tool': 'add_note', 'arguments': {'title': 't', 'body': 'b'}})],
+            'done',
+        ]
+    )
+    with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
+        result = await Agent(script.model, capabilities=[proxy]).run('x')
+    warnings = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
+    assert len(warnings) == 1
+    assert warnings[0].startswith("MCP server 'broken one' did not start (")
+    assert "group 'broken_one' is left out of this run" in warnings[0]
+    assert group_enum(script) == ['notes']
+    assert 'broken_one' not in (script.tool_def(SEARCH).description or '')
+    first, second = [p.model_response_str() for p in returns(result.all_messages()) if p.tool_name == CALL]
+    assert "Unknown group 'broken_one'. Current groups: notes." in first
+    assert '"title":"t"' in second.replace(' ', '')
+
+
+async def test_a_server_that_failed_is_started_again_by_the_next_run(tmp_path: Path) -> None:
+    ready = tmp_path / 'ready'
+    starter = (
+        'import os, runpy, sys\n'
+        f'if not os.path.exists({str(ready)!r}): sys.exit(1)\n'
+        f'sys.argv = [{NOTES!r}, "--no-test-tools"]\n'
+        f'runpy.run_path({NOTES!r}, run_name="__main__")\n'
+    )
+    path = write(tmp_path, {'late': {'command': sys.executable, 'args': ['-c', starter]}, 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    first = Script(['done'])
+    await Agent(first.model, capabilities=[proxy]).run('x')
+    assert group_enum(first) == ['notes']
+    ready.write_text('')
+    second = Script(['done'])
+    await Agent(second.model, capabilities=[proxy]).run('x')
+    assert group_enum(second) == ['late', 'notes']
+
+
+async def test_servers_stay_up_across_runs_inside_async_with_agent(tmp_path: Path) -> None:
+    path = write(tmp_path, {'notes': notes()})
+    script = Script(
+        [
+            [(CALL, {'group': 'notes', 'tool': 'add_note', 'arguments': {'title': 'kept', 'body': 'b'}})],
+            'done',
+            [(CALL, {'group': 'notes', 'tool': 'list_notes', 'arguments': {}})],
+            'done',
+        ]
+    )
+    agent = Agent(script.model, capabilities=[ToolProxyCapability.from_mcp_config(path)])
+    async with agent:
+        await agent.run('x')
+        second = await agent.run('x')
+    listed = last_return(second.all_messages(), CALL).model_response_str()
+    assert 'kept' in listed  # one server process served both runs (its notes live in memory)
+
+
+def test_group_id_rule() -> None:
+    assert group_id('github') == 'github'
+    assert group_id('Git-Hub_2') == 'Git-Hub_2'
+    assert group_id('@acme/server-files') == 'acme_server-files'
+    assert group_id('my server.v2') == 'my_server_v2'
+    assert group_id('a__b') == 'a_b'
+    assert group_id('__private__') == 'private'
+    assert group_id('1password') == 'mcp_1password'
+    assert group_id('-x-') == 'x'
+    assert group_id('café') == 'caf'
+    for hopeless in ('', '...', '日本語', '__', '-'):
+        with pytest.raises(ValueError, match=f'MCP server {hopeless!r} cannot be a ToolProxy group: its name holds'):
+            group_id(hopeless)
+    with pytest.raises(ValueError, match=r"MCP server 'x{40}' cannot be a ToolProxy group: its group id .* is 40"):
+        group_id('x' * 40)
+    assert default_description('my server') == 'Tools of the MCP server "my server"'
+
+
+def test_names_that_cannot_be_groups_fail_at_construction_naming_the_servers(tmp_path: Path) -> None:
+    collide = write(tmp_path, {'my server': notes(), 'my_server': notes(), 'other': notes()})
+    with pytest.raises(
+        ValueError, match="MCP servers 'my server' and 'my_server' both become ToolProxy group 'my_server'"
+    ):
+        ToolProxyCapability.from_mcp_config(collide)
+    hopeless = write(tmp_path, {'ok': notes(), '日本語': notes()}, 'hopeless.json')
+    with pytest.raises(ValueError, match="MCP server '日本語' cannot be a ToolProxy group"):
+        ToolProxyCapability.from_mcp_config(hopeless)
+
+
+def test_descriptions_and_config_are_checked(tmp_path: Path) -> None:
+    path = write(tmp_path, {'notes': notes()})
+    with pytest.raises(
+        ValueError, match=r"descriptions name 'note', which is not a server of .*\(its servers: 'notes'\)"
+    ):
+        ToolProxyCapability.from_mcp_config(path, descriptions={'note': 'typo'})
+    with pytest.raises(ValueError, match="group 'notes'"):
+        ToolProxyCapability.from_mcp_config(path, descriptions={'notes': '  '})
+    with pytest.raises(TypeError, match='descriptions must be a mapping'):
+        ToolProxyCapability.from_mcp_config(path, descriptions={'notes': 3})  # type: ignore[dict-item]
+    proxy = ToolProxyCapability.from_mcp_config(path, config=ToolProxyConfig(search_name='find'))
+    assert proxy.config.search_name == 'find'
+
+
+def test_file_problems_are_pydantic_ais_with_the_file_named(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        ToolProxyCapability.from_mcp_config(tmp_path / 'missing.json')
+    bad = tmp_path / 'bad.json'
+    bad.write_text('{"mcpServers": {"x": {"args": []}}}')
+    with pytest.raises(ValueError, match=r"bad\.json.*'x' must have either `command` or `url`"):
+        ToolProxyCapability.from_mcp_config(bad)
+    bad.write_text('{"servers": {}}')
+    with pytest.raises(ValueError, match=r'(?s)bad\.json.*mcpServers.*Field required'):
+        ToolProxyCapability.from_mcp_config(bad)
+
+
+async def test_concurrent_runs_share_the_servers_and_each_leaves_the_failing_one_out(tmp_path: Path) -> None:
+    import asyncio
+
+    path = write(tmp_path, {'broken': notes('--fail-startup'), 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    scripts = [
+        Script([[(CALL, {'group': 'notes', 'tool': 'convert_temperature', 'arguments': arguments})], 'done'])
+        for arguments in (
+            {'value': 0, 'from_unit': 'celsius', 'to_unit': 'kelvin'},
+            {'value': 32, 'from_unit': 'fahrenheit', 'to_unit': 'celsius'},
+        )
+    ]
+    results = await asyncio.gather(*(Agent(s.model, capabilities=[proxy]).run('x') for s in scripts))
+    assert [last_return(r.all_messages(), CALL).content for r in results] == [273.15, 0.0]
+    assert [group_enum(s) for s in scripts] == [['notes'], ['notes']]
+    # Both runs ended: the notes server's MCPToolset is closed again (entered and exited in pairs).
+    notes_toolset = proxy.groups['notes'].source.wrapped  # type: ignore[union-attr]
+    assert not notes_toolset.is_running
