@@ -10,6 +10,8 @@ Strings holding lone surrogates are accepted: each surrogate is read as U+FFFD.
 
 from typing import final
 
+from typing_extensions import Buffer
+
 __all__ = [
     'CANONICAL_SEPARATOR',
     'GROUP_NAME_PATTERN',
@@ -205,4 +207,89 @@ class SearchIndex:
 
         The GIL is released while ranking. Raises ``ValueError`` for a negative ``offset`` or
         ``limit``.
+        """
+
+    def set_vectors(self, keys: list[str], vectors: Buffer, dimensions: int) -> None:
+        """Attach tool vectors (embeddings) to the live records ``keys``, for ``search_hybrid``.
+
+        ``vectors`` is a bytes-like object (``bytes``, or e.g. ``array('f', ...)``) of little-endian
+        float32 values, row-major: ``len(keys) * dimensions * 4`` bytes, one row per key. Each row is
+        L2-normalized and quantized to int8 codes with a float32 scale (``dimensions + 12`` bytes per
+        record: 396 B at 384 dimensions, 1,548 B at 1,536); a zero vector is stored and has cosine 0.
+        Unknown keys are ignored. A record keeps its vector across ``upsert``s of its key (set it
+        again when the embedded text changes) and loses it with ``remove``.
+
+        The first vector fixes the index's dimensionality. Raises ``ValueError`` (storing nothing) for
+        a buffer of another length, ``dimensions`` below 1 or above 16,384, a non-finite value, or
+        another dimensionality than the index's (unless ``clear_vectors()`` ran first); ``TypeError``
+        when ``vectors`` is not bytes-like. The GIL is released while storing.
+        """
+
+    def drop_vectors(self, keys: list[str]) -> None:
+        """Drop the vectors of ``keys``; unknown keys and keys without a vector are ignored."""
+
+    def clear_vectors(self) -> None:
+        """Drop every vector and the dimensionality (the next ``set_vectors`` may use another)."""
+
+    def vector_count(self) -> int:
+        """Return the number of live records with a vector."""
+
+    def vector_dimensions(self) -> int | None:
+        """Return the vectors' dimensionality, or ``None`` before the first ``set_vectors`` (or after
+        ``clear_vectors``)."""
+
+    def vector_keys_missing(self, keys: list[str]) -> list[str]:
+        """Return the live records among ``keys`` that have no vector, in the order given (unknown keys
+        are left out)."""
+
+    def search_hybrid(
+        self,
+        query: str,
+        query_vector: Buffer | None,
+        groups: list[str] | None,
+        offset: int,
+        limit: int,
+        weight: float,
+    ) -> tuple[int, list[str]]:
+        """Return ``(total, keys)`` for the results ``[offset : offset + limit]`` of the hybrid ranking.
+
+        ``query_vector`` is the query's embedding, little-endian float32 bytes of the index's
+        dimensionality; ``weight`` (0 to 1) is the semantic share. Over the selected live records
+        (``groups`` as in ``search``), with ``c1`` the best cosine between the query vector and a
+        record's vector and ``cF`` the 50th best (the smallest with fewer vectors):
+
+        - ``sem = clip((cosine - cF) / (c1 - cF), 0, 1)`` (0 without a vector, or when ``c1 == cF``);
+        - ``kw = keyword score / best keyword score`` (the score of ``search``; 0 for a non-match);
+        - ``fused = (1 - weight) * kw + weight * sem``.
+
+        The ranked records are the keyword matches plus the records closer to the query than the
+        50th nearest (``sem > 0``): ``total`` counts both, so it is at most 49 more than ``search``'s.
+        Order: exact name matches first, then ``fused`` descending, then the keyword score, then
+        ``(group, tool)`` in byte order; deterministic, and every page of one query is a slice of
+        one ranking. ``query_vector=None``, ``weight=0``, an index without vectors, or a query with
+        nothing to look for (browsing) returns exactly what ``search`` returns.
+
+        The GIL is released while ranking. Raises ``ValueError`` for a negative ``offset`` or
+        ``limit``, a ``weight`` outside ``[0, 1]`` or NaN, a query vector of another length than
+        the index's dimensionality, or one holding a non-finite value; ``TypeError`` when
+        ``query_vector`` is not bytes-like.
+        """
+
+    def explain_hybrid(
+        self,
+        query: str,
+        query_vector: Buffer | None,
+        groups: list[str] | None,
+        key: str,
+        weight: float,
+    ) -> tuple[bool, float, float, float | None, float, float, float] | None:
+        """Explain the hybrid rank of the live record ``key``: ``(exact, keyword_score, keyword_share,
+        cosine, semantic_share, weight, fused)``, or ``None`` for an unknown key.
+
+        ``keyword_score`` is the record's keyword score (``explain``'s ``score``, 0 for a non-match),
+        ``keyword_share = (1 - weight) * kw``, ``cosine`` its cosine with the query vector (``None``
+        without either vector), ``semantic_share = weight * sem``, and ``fused`` their sum, the value
+        ``search_hybrid`` ranks by after exact names (see there). A record outside ``groups`` is
+        explained as if selected, against the selection's best keyword score and cosines. Raises
+        as ``search_hybrid`` does.
         """

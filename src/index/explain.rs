@@ -77,7 +77,7 @@ impl SearchIndex {
         if tokens.iter().any(|token| token.optional) {
             let selected = self.exact_matches(query, decide);
             let gains = self.group_gains(query);
-            self.score_deciding(&mut tokens, &selected, decide, 1, true, &gains);
+            self.score_deciding(&mut tokens, &selected, &[], decide, 1, true, &gains);
         }
         let exact = self.exact_matches(query, None).contains(&doc);
         let mut matches = Vec::new();
@@ -271,7 +271,9 @@ mod tests {
             let tokens = index.query_tokens(query, None);
             let exact = index.exact_matches(query, None);
             let gains = index.group_gains(query);
-            let (_, ranked) = index.score_query(&tokens, &exact, None, usize::MAX, false, &gains);
+            let ranked = index
+                .score_query(&tokens, &exact, &[], None, usize::MAX, false, &gains)
+                .best;
             assert!(!ranked.is_empty(), "{query}");
             for candidate in ranked {
                 let key = index.docs[candidate.doc as usize].name.key().to_owned();

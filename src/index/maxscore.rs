@@ -135,6 +135,10 @@ struct MaxScore<'i, 'q, 'a> {
     plan: QueryPlan<'q, 'a>,
     /// Exact name matches, sorted.
     exact: &'i [u32],
+    /// Documents scored whatever their bounds (sorted, selectable; the hybrid ranking's vector
+    /// candidates): collected apart from the top `keep`, with their exact scores (0 for a
+    /// document the query does not match).
+    extra: &'i [u32],
     /// `[gain, matched]` per group id (empty: no group description matches).
     group_gains: &'i [[f32; 2]],
     /// Component-wise maxima over the selectable groups: an upper bound of any one group's.
@@ -164,6 +168,10 @@ impl MaxScore<'_, '_, '_> {
 
     fn is_exact(&self, doc: u32) -> bool {
         !self.exact.is_empty() && self.exact.binary_search(&doc).is_ok()
+    }
+
+    fn is_extra(&self, doc: u32) -> bool {
+        !self.extra.is_empty() && self.extra.binary_search(&doc).is_ok()
     }
 
     /// A document the query's own tokens did not find (nor an exact name match).
@@ -364,7 +372,7 @@ impl MaxScore<'_, '_, '_> {
                 scratch.mark(doc);
             }
         }
-        for &doc in self.exact {
+        for &doc in self.exact.iter().chain(self.extra) {
             scratch.mark(doc);
         }
         scratch.take_marked()
@@ -388,7 +396,8 @@ impl MaxScore<'_, '_, '_> {
     ) {
         // Group-only candidates (no content token matched them yet) that a non-essential token
         // may find.
-        let group_only: Vec<u32> = if self.described.is_empty() {
+        // Extra documents not found yet are treated alike: optional gains only once found.
+        let group_only: Vec<u32> = if self.described.is_empty() && self.extra.is_empty() {
             Vec::new()
         } else {
             candidates
@@ -442,7 +451,7 @@ impl MaxScore<'_, '_, '_> {
             .plan
             .upper(score + rest.0 + gain, matched + rest.1 + group_matched)
             * (1.0 + PRUNE_MARGIN);
-        let kept = reach >= threshold || self.is_exact(doc);
+        let kept = reach >= threshold || self.is_exact(doc) || self.is_extra(doc);
         if !kept {
             scratch.score[index] = [0.0; 2];
             scratch.optional[index] = [0.0; 2];
@@ -479,17 +488,18 @@ impl MaxScore<'_, '_, '_> {
     }
 
     /// The final scores of the candidates through the top-k collector (their accumulators
-    /// cleared), best first.
-    fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Vec<ScoredDoc> {
+    /// cleared), best first, and those of the extra documents, in document order.
+    fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Scored {
         let query_tokens = self.plan.query_tokens;
         let mut best = TopK::new(self.keep);
+        let mut extra = Vec::with_capacity(self.extra.len());
         for &doc in candidates {
             let index = doc as usize;
             let (score, matched) = combined(
                 std::mem::take(&mut scratch.score[index]),
                 std::mem::take(&mut scratch.optional[index]),
             );
-            best.push(ScoredDoc {
+            let scored = ScoredDoc {
                 doc,
                 exact: self.is_exact(doc),
                 score: {
@@ -498,26 +508,59 @@ impl MaxScore<'_, '_, '_> {
                     (score + gain) * coordination(matched, query_tokens)
                 },
                 ordinal: self.index.tie_break_ordinals[index],
-            });
+            };
+            if self.is_extra(doc) {
+                extra.push(scored);
+            } else {
+                best.push(scored);
+            }
         }
-        best.into_sorted()
+        Scored {
+            total: 0,
+            best: best.into_sorted(),
+            extra,
+        }
     }
+}
+
+/// What [`SearchIndex::score_query`] found.
+#[derive(Debug, Default)]
+pub(super) struct Scored {
+    /// Number of selectable documents the query matches (exact matches included).
+    pub(super) total: usize,
+    /// The best `keep` of them but the extra documents, best first.
+    pub(super) best: Vec<ScoredDoc>,
+    /// The extra documents with their exact scores (0: not matched), in document order.
+    pub(super) extra: Vec<ScoredDoc>,
 }
 
 impl SearchIndex {
     /// Scores the selectable documents matching `tokens` (see the module docs), plus the `exact`
-    /// documents (sorted), and returns their number and the best `keep` of them, best first.
+    /// documents (sorted), and returns their number and the best `keep` of them, best first;
+    /// the `extra` documents (sorted, selectable) are scored exactly whatever their bounds and
+    /// returned apart (they do not take places of the best `keep`).
+    #[allow(clippy::too_many_arguments)] // the query's parts
     pub(super) fn score_query(
         &self,
         tokens: &[QueryToken<'_>],
         exact: &[u32],
+        extra: &[u32],
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
         group_gains: &[[f32; 2]],
-    ) -> (usize, Vec<ScoredDoc>) {
+    ) -> Scored {
         let run = |scratch: &mut Scratch| {
-            self.score(tokens, exact, allowed, keep, prune, group_gains, scratch)
+            self.score(
+                tokens,
+                exact,
+                extra,
+                allowed,
+                keep,
+                prune,
+                group_gains,
+                scratch,
+            )
         };
         SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut scratch) => run(&mut scratch),
@@ -531,12 +574,13 @@ impl SearchIndex {
         &self,
         tokens: &[QueryToken<'_>],
         exact: &[u32],
+        extra: &[u32],
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
         group_gains: &[[f32; 2]],
         scratch: &mut Scratch,
-    ) -> (usize, Vec<ScoredDoc>) {
+    ) -> Scored {
         scratch.fit(self.docs.len());
         let selected = |group: usize| allowed.is_none_or(|allowed| allowed[group]);
         let max_group_gain = group_gains
@@ -558,6 +602,7 @@ impl SearchIndex {
             plan: QueryPlan::new(&scorer, tokens, self.live),
             scorer,
             exact,
+            extra,
             group_gains,
             max_group_gain,
             described,
@@ -587,12 +632,13 @@ impl SearchIndex {
         let total = run.count_total(cut, &touched, scratch);
         let mut candidates = run.select_candidates(cut, threshold, &touched, scratch);
         run.score_candidates(cut, prune, threshold, &mut candidates, scratch);
-        let best = run.collect(&candidates, scratch);
+        let mut scored = run.collect(&candidates, scratch);
+        scored.total = total;
         for planned in &run.plan.scanned {
             run.scorer.clear_optional(planned, scratch);
         }
         scratch.touched = touched;
-        (total, best)
+        scored
     }
 }
 

@@ -36,6 +36,7 @@ mod by_hash;
 mod collector;
 mod doc_name;
 mod explain;
+mod fusion;
 mod group_text;
 mod maxscore;
 mod postings;
@@ -44,10 +45,12 @@ mod record_tokens;
 mod schema_text;
 mod scorer;
 mod storage;
+mod vectors;
 
 use bm25f::FIELDS;
 use by_hash::DocsByHash;
 pub use explain::{Explanation, TermMatch, GROUP_DESCRIPTION_FIELD};
+pub use fusion::{HybridExplanation, NEAREST_POOL};
 use group_text::GroupTexts;
 use postings::PostingList;
 pub use record::Record;
@@ -57,6 +60,7 @@ pub use schema_text::{
     MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, MAX_SCHEMA_STRING_BYTES,
 };
 use storage::{Doc, Group};
+pub use vectors::MAX_DIMENSIONS;
 
 /// Longest query, in UTF-8 bytes, that the search control accepts from a model (8 KiB: agent
 /// queries are 5-20 words, and a pasted question of a few KB still fits; BFCL's longest is
@@ -109,6 +113,8 @@ pub struct SearchIndex {
     group_ids: BTreeMap<Arc<str>, u32>,
     /// Group descriptions, indexed once per group ([`group_text`]).
     group_texts: GroupTexts,
+    /// Quantized tool vectors of the hybrid ranking ([`vectors`], [`fusion`]).
+    vectors: vectors::Vectors,
 }
 
 impl SearchIndex {
@@ -184,8 +190,8 @@ impl SearchIndex {
         }
         let keep = offset.saturating_add(limit);
         let group_gains = self.group_gains(query);
-        let (total, best) =
-            self.score_deciding(&mut tokens, &exact, allowed, keep, prune, &group_gains);
+        let maxscore::Scored { total, best, .. } =
+            self.score_deciding(&mut tokens, &exact, &[], allowed, keep, prune, &group_gains);
         let keys = best
             .iter()
             .skip(offset)
@@ -198,18 +204,20 @@ impl SearchIndex {
     /// share: when nothing `allowed` selects matches the content tokens, the function words and
     /// numbers become required ([`analysis::require_all`], left so in `tokens`) and the query is
     /// scored again.
+    #[allow(clippy::too_many_arguments)] // the query's parts
     fn score_deciding(
         &self,
         tokens: &mut [analysis::QueryToken<'_>],
         exact: &[u32],
+        extra: &[u32],
         allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
         group_gains: &[[f32; 2]],
-    ) -> (usize, Vec<collector::ScoredDoc>) {
-        let scored = self.score_query(tokens, exact, allowed, keep, prune, group_gains);
-        if scored.0 == 0 && analysis::require_all(tokens) {
-            return self.score_query(tokens, exact, allowed, keep, prune, group_gains);
+    ) -> maxscore::Scored {
+        let scored = self.score_query(tokens, exact, extra, allowed, keep, prune, group_gains);
+        if scored.total == 0 && analysis::require_all(tokens) {
+            return self.score_query(tokens, exact, extra, allowed, keep, prune, group_gains);
         }
         scored
     }

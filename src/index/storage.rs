@@ -211,13 +211,19 @@ impl SearchIndex {
                     replaced.get(0).expect("a tokenized record")
                 }
             };
-            if let Some(doc) = self.doc_of(&record.key) {
+            let replaced = self.doc_of(&record.key);
+            if let Some(doc) = replaced {
                 if self.holds(record, tokens.fingerprint) {
                     continue;
                 }
                 self.remove_doc(doc);
             }
-            self.add_tokenized(record, tokens);
+            let doc = self.add_tokenized(record, tokens);
+            // A key's vector stays attached across upserts (the caller replaces it when the
+            // embedded text changes).
+            if let Some(old) = replaced {
+                self.vectors.move_doc(old, doc);
+            }
             added += 1;
         }
         added
@@ -236,6 +242,7 @@ impl SearchIndex {
         self.alive.shrink_to_fit();
         self.doc_group.shrink_to_fit();
         self.doc_lens.shrink_to_fit();
+        self.vectors.shrink_to_fit();
     }
 
     /// The live document with key `key`.
@@ -260,6 +267,7 @@ impl SearchIndex {
         for key in keys {
             if let Some(doc) = self.doc_of(key.as_ref()) {
                 self.remove_doc(doc);
+                self.vectors.drop_doc(doc);
                 changed = true;
             }
         }
@@ -304,7 +312,8 @@ impl SearchIndex {
         id
     }
 
-    fn add_tokenized(&mut self, record: &Record, tokens: Tokens<'_>) {
+    /// Adds a tokenized record as a new document; returns it.
+    fn add_tokenized(&mut self, record: &Record, tokens: Tokens<'_>) -> u32 {
         let doc = self.docs.len() as u32;
         let group = self.group_id(&record.group);
         let name = DocName::new(&record.key, &record.tool);
@@ -333,6 +342,7 @@ impl SearchIndex {
         self.by_key.insert(name.key(), doc);
         self.by_tool_folded.insert(&folded(&record.tool), doc);
         self.groups[group as usize].members.add(name, doc);
+        doc
     }
 
     fn remove_doc(&mut self, doc: u32) {
@@ -406,6 +416,7 @@ impl SearchIndex {
         self.postings = kept;
 
         self.by_key.remap(&remap);
+        self.vectors.remap(&remap);
         self.by_tool_folded.remap(&remap);
         for group in &mut self.groups {
             for (_, doc) in &mut group.members.entries {
@@ -418,7 +429,7 @@ impl SearchIndex {
 
     /// Number of document slots, dead ones included (for tests of compaction).
     #[cfg(test)]
-    fn slots(&self) -> usize {
+    pub(super) fn slots(&self) -> usize {
         self.docs.len()
     }
 }

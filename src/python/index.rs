@@ -3,7 +3,7 @@
 use std::sync::{PoisonError, RwLock};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::convert::{guard, saturating_i64, text, value_error};
 use super::schema::PyNode;
@@ -105,6 +105,151 @@ impl PySearchIndex {
         guard(|| self.search_records(py, query, groups, offset, limit))
     }
 
+    /// Attaches little-endian float32 `vectors` (`len(keys) * dimensions * 4` bytes) to the live
+    /// records `keys`; `ValueError` for a bad length, dimensionality or non-finite value.
+    #[pyo3(signature = (keys, vectors, dimensions))]
+    fn set_vectors(
+        &self,
+        py: Python<'_>,
+        keys: Vec<Bound<'_, PyString>>,
+        vectors: &Bound<'_, PyAny>,
+        dimensions: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        guard(|| {
+            let dimensions = saturating_i64(dimensions)?;
+            let dimensions = usize::try_from(dimensions).map_err(|_| {
+                value_error(crate::Error::new(format!(
+                    "vector dimensions must not be negative, got {dimensions}"
+                )))
+            })?;
+            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            let bytes = buffer_bytes(vectors)?;
+            let bytes: &[u8] = &bytes;
+            py.detach(|| self.write().set_vectors(&keys, bytes, dimensions))
+                .map_err(value_error)
+        })
+    }
+
+    /// Drops the vectors of `keys` (unknown keys are ignored).
+    fn drop_vectors(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) -> PyResult<()> {
+        guard(|| {
+            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            py.detach(|| self.write().drop_vectors(&keys));
+            Ok(())
+        })
+    }
+
+    /// Drops every vector and the dimensionality.
+    fn clear_vectors(&self, py: Python<'_>) -> PyResult<()> {
+        guard(|| {
+            py.detach(|| self.write().clear_vectors());
+            Ok(())
+        })
+    }
+
+    /// Number of live records with a vector.
+    fn vector_count(&self, py: Python<'_>) -> PyResult<usize> {
+        guard(|| Ok(py.detach(|| self.read().vector_count())))
+    }
+
+    /// The vectors' dimensionality, or `None`.
+    fn vector_dimensions(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        guard(|| Ok(py.detach(|| self.read().vector_dimensions())))
+    }
+
+    /// The live records among `keys` without a vector, in the order given.
+    fn vector_keys_missing(
+        &self,
+        py: Python<'_>,
+        keys: Vec<Bound<'_, PyString>>,
+    ) -> PyResult<Vec<String>> {
+        guard(|| {
+            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            Ok(py.detach(|| self.read().vector_keys_missing(&keys)))
+        })
+    }
+
+    /// `(total, keys)` of the hybrid ranking (see `_core.pyi`).
+    #[pyo3(signature = (query, query_vector, groups, offset, limit, weight))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn search_hybrid<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyString>,
+        query_vector: Option<&Bound<'py, PyAny>>,
+        groups: Option<Vec<Bound<'py, PyString>>>,
+        offset: &Bound<'py, PyAny>,
+        limit: &Bound<'py, PyAny>,
+        weight: f64,
+    ) -> PyResult<(usize, Bound<'py, PyList>)> {
+        guard(|| {
+            let (offset, limit) =
+                index::search_window(saturating_i64(offset)?, saturating_i64(limit)?)
+                    .map_err(value_error)?;
+            let query = text(query).into_owned();
+            let vector = query_vector.map(buffer_bytes).transpose()?;
+            let vector = vector.as_deref();
+            let groups = group_names(groups);
+            let (total, keys) = py
+                .detach(|| {
+                    let names: Option<Vec<&str>> = groups
+                        .as_ref()
+                        .map(|g| g.iter().map(String::as_str).collect());
+                    self.read().search_hybrid(
+                        &query,
+                        vector,
+                        names.as_deref(),
+                        offset,
+                        limit,
+                        weight,
+                    )
+                })
+                .map_err(value_error)?;
+            Ok((total, PyList::new(py, keys.iter().map(|key| &**key))?))
+        })
+    }
+
+    /// `(exact, keyword_score, keyword_share, cosine, semantic_share, weight, fused)` for the
+    /// live record `key`, or `None` for an unknown key.
+    #[pyo3(signature = (query, query_vector, groups, key, weight))]
+    fn explain_hybrid(
+        &self,
+        py: Python<'_>,
+        query: &Bound<'_, PyString>,
+        query_vector: Option<&Bound<'_, PyAny>>,
+        groups: Option<Vec<Bound<'_, PyString>>>,
+        key: &Bound<'_, PyString>,
+        weight: f64,
+    ) -> PyResult<HybridTuple> {
+        guard(|| {
+            let query = text(query);
+            let key = text(key);
+            let vector = query_vector.map(buffer_bytes).transpose()?;
+            let vector = vector.as_deref();
+            let groups = group_names(groups);
+            let explained = py
+                .detach(|| {
+                    let names: Option<Vec<&str>> = groups
+                        .as_ref()
+                        .map(|g| g.iter().map(String::as_str).collect());
+                    self.read()
+                        .explain_hybrid(&query, vector, names.as_deref(), &key, weight)
+                })
+                .map_err(value_error)?;
+            Ok(explained.map(|e| {
+                (
+                    e.exact,
+                    e.keyword_score,
+                    e.keyword_share,
+                    e.cosine,
+                    e.semantic_share,
+                    e.weight,
+                    e.fused,
+                )
+            }))
+        })
+    }
+
     /// `(exact, score, coordination, [(token, field, via_stem, gain), ...])` for the live record
     /// `key`, or `None` for an unknown key.
     #[pyo3(signature = (query, groups, key))]
@@ -136,6 +281,33 @@ impl PySearchIndex {
             }))
         })
     }
+}
+
+/// What `explain_hybrid` returns to Python: `(exact, keyword_score, keyword_share, cosine,
+/// semantic_share, weight, fused)`.
+type HybridTuple = Option<(bool, f32, f32, Option<f32>, f32, f32, f32)>;
+
+/// The bytes of a bytes-like object (`bytes` without a copy; anything else with the buffer
+/// protocol, e.g. `array('f')`, through `memoryview(value).tobytes()`); other values raise
+/// `TypeError`.
+fn buffer_bytes<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
+    if let Ok(bytes) = value.cast::<PyBytes>() {
+        return Ok(std::borrow::Cow::Borrowed(bytes.as_bytes()));
+    }
+    let copied = value
+        .py()
+        .import("builtins")?
+        .getattr("memoryview")?
+        .call1((value,))?
+        .call_method0("tobytes")?;
+    Ok(std::borrow::Cow::Owned(
+        copied.cast::<PyBytes>()?.as_bytes().to_vec(),
+    ))
+}
+
+/// Optional group names as owned strings (for use without the GIL).
+fn group_names(groups: Option<Vec<Bound<'_, PyString>>>) -> Option<Vec<String>> {
+    groups.map(|groups| groups.iter().map(|g| text(g).into_owned()).collect())
 }
 
 /// What `explain` returns to Python.

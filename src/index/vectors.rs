@@ -1,0 +1,528 @@
+//! Tool vectors (embeddings) for hybrid ranking: storage, quantization and the exact top-`k`
+//! by cosine.
+//!
+//! Each vector is L2-normalized and quantized to `i8` codes (`round(127 * x / max |x|)`); the
+//! cosine of a query with a tool is the cosine between the query's codes and the tool's codes,
+//! `dot(q, t) * inverse_norm(q) * inverse_norm(t)`, with the dot product computed exactly in
+//! integers. So a cosine is the same on every machine and for every evaluation order, and equal
+//! inputs rank equally. The query is quantized finer, to `i16` codes (as many levels as keep the
+//! `i32` dot product from overflowing), so nearly all of the error is the tools' quantization.
+//!
+//! Storage, per tool with a vector at `d` dimensions: `d` bytes of codes, a 4-byte inverse norm,
+//! the slot's document (4 bytes) and the document's slot (4 bytes, per document slot): `d + 12`
+//! bytes, 396 B at 384 dimensions and 1,548 B at 1,536. Slots are dense (a dropped vector's slot is
+//! filled by the last one), so the scan reads one contiguous array.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// No slot / no document.
+const NONE: u32 = u32::MAX;
+
+/// Most dimensions a vector may have (the largest `OpenAI` embedding model has 3,072; this leaves room and keeps
+/// the query's codes at 8 bits or more, see [`query_range`]).
+pub const MAX_DIMENSIONS: usize = 16_384;
+
+/// The quantized vectors of the live documents that have one.
+#[derive(Debug, Default)]
+pub(super) struct Vectors {
+    /// The one dimensionality (`None` until the first vector after a clear).
+    dimensions: Option<usize>,
+    /// `i8` codes, `dimensions` per slot, row-major.
+    codes: Vec<i8>,
+    /// `1 / ||codes||` per slot (0 for a zero vector).
+    inverse_norms: Vec<f32>,
+    /// The document of each slot.
+    slot_doc: Vec<u32>,
+    /// The slot of each document ([`NONE`]: no vector); may be shorter than the documents.
+    doc_slot: Vec<u32>,
+}
+
+/// A query vector, quantized for [`Vectors::cosines`].
+#[derive(Debug, Clone)]
+pub(super) struct QueryVector {
+    codes: Vec<i16>,
+    inverse_norm: f64,
+}
+
+/// Checks a little-endian `f32` buffer of `rows` vectors of `dimensions` and returns the values.
+pub(super) fn parse_rows(bytes: &[u8], rows: usize, dimensions: usize) -> crate::Result<Vec<f32>> {
+    if dimensions == 0 || dimensions > MAX_DIMENSIONS {
+        return Err(crate::Error::new(format!(
+            "vector dimensions must be between 1 and {MAX_DIMENSIONS}, got {dimensions}"
+        )));
+    }
+    let expected = rows
+        .checked_mul(dimensions)
+        .and_then(|values| values.checked_mul(4));
+    if expected != Some(bytes.len()) {
+        return Err(crate::Error::new(format!(
+            "vectors must hold {rows} x {dimensions} little-endian float32 values ({} bytes), got {} bytes",
+            expected.map_or_else(|| "too many".to_owned(), |e| e.to_string()),
+            bytes.len()
+        )));
+    }
+    let values: Vec<f32> = bytes
+        .chunks_exact(4)
+        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
+        .collect();
+    if let Some(at) = values.iter().position(|value| !value.is_finite()) {
+        return Err(crate::Error::new(format!(
+            "vector {} holds a non-finite value ({}) at dimension {}",
+            at / dimensions,
+            values[at],
+            at % dimensions
+        )));
+    }
+    Ok(values)
+}
+
+/// The codes of `vector` scaled so its largest magnitude is `range`, rounded (all zero for a
+/// zero vector). Normalizing first does not change them (the scale is relative to the maximum),
+/// so the codes are those of the L2-normalized vector.
+fn quantize<T>(vector: &[f32], range: f64, cast: impl Fn(f64) -> T) -> Vec<T> {
+    let largest = vector
+        .iter()
+        .fold(0.0f64, |most, &x| most.max(f64::from(x).abs()));
+    let scale = if largest > 0.0 { range / largest } else { 0.0 };
+    vector
+        .iter()
+        .map(|&x| cast((f64::from(x) * scale).round()))
+        .collect()
+}
+
+/// `1 / ||codes||` (0 for all-zero codes).
+fn inverse_norm(codes: impl Iterator<Item = i64>) -> f64 {
+    let squares: i64 = codes.map(|c| c * c).sum();
+    if squares == 0 {
+        0.0
+    } else {
+        1.0 / (squares as f64).sqrt()
+    }
+}
+
+/// The query's code range at `dimensions`: the largest `r <= 32767` with
+/// `r * 127 * dimensions < 2^31`, so the `i32` dot product cannot overflow.
+fn query_range(dimensions: usize) -> f64 {
+    let limit = (i32::MAX as usize) / (127 * dimensions.max(1));
+    limit.min(i16::MAX as usize) as f64
+}
+
+/// The exact integer dot product of a query's codes with a tool's (an auto-vectorized loop).
+#[inline]
+fn dot(query: &[i16], codes: &[i8]) -> i32 {
+    query
+        .iter()
+        .zip(codes)
+        .map(|(&q, &c)| i32::from(q) * i32::from(c))
+        .sum()
+}
+
+/// A document with its cosine, ordered by cosine then by document (for the top-`k` heap: a
+/// greater entry ranks lower).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Nearest {
+    pub(super) doc: u32,
+    pub(super) cosine: f32,
+}
+
+struct Worse(Nearest);
+
+impl Ord for Worse {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .0
+            .cosine
+            .total_cmp(&self.0.cosine)
+            .then_with(|| self.0.doc.cmp(&other.0.doc))
+    }
+}
+
+impl PartialOrd for Worse {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Worse {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Worse {}
+
+impl Vectors {
+    /// The dimensionality, once a vector is stored (until [`Self::clear`]).
+    pub(super) fn dimensions(&self) -> Option<usize> {
+        self.dimensions
+    }
+
+    /// Number of documents with a vector.
+    pub(super) fn len(&self) -> usize {
+        self.slot_doc.len()
+    }
+
+    /// Whether `doc` has a vector.
+    pub(super) fn has(&self, doc: u32) -> bool {
+        self.slot(doc).is_some()
+    }
+
+    fn slot(&self, doc: u32) -> Option<usize> {
+        self.doc_slot
+            .get(doc as usize)
+            .copied()
+            .filter(|&slot| slot != NONE)
+            .map(|slot| slot as usize)
+    }
+
+    /// Checks that `dimensions` is the index's dimensionality (or that none is fixed yet).
+    pub(super) fn check_dimensions(&self, dimensions: usize) -> crate::Result<()> {
+        match self.dimensions {
+            Some(fixed) if fixed != dimensions => Err(crate::Error::new(format!(
+                "the index holds vectors of {fixed} dimensions, got {dimensions} \
+                 (clear_vectors() first to change the dimensionality)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Stores `vector` (checked: finite, of the index's dimensionality) for `doc`, replacing its
+    /// vector.
+    pub(super) fn set(&mut self, doc: u32, vector: &[f32]) {
+        let dimensions = vector.len();
+        debug_assert!(self.check_dimensions(dimensions).is_ok());
+        self.dimensions = Some(dimensions);
+        let codes = quantize(vector, 127.0, |x| x as i8);
+        let norm = inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32;
+        if let Some(slot) = self.slot(doc) {
+            self.codes[slot * dimensions..(slot + 1) * dimensions].copy_from_slice(&codes);
+            self.inverse_norms[slot] = norm;
+            return;
+        }
+        let slot = self.slot_doc.len() as u32;
+        self.codes.extend_from_slice(&codes);
+        self.inverse_norms.push(norm);
+        self.slot_doc.push(doc);
+        if self.doc_slot.len() <= doc as usize {
+            self.doc_slot.resize(doc as usize + 1, NONE);
+        }
+        self.doc_slot[doc as usize] = slot;
+    }
+
+    /// Drops the vector of `doc` (none: nothing happens). The last slot moves into its place.
+    pub(super) fn drop_doc(&mut self, doc: u32) {
+        let Some(slot) = self.slot(doc) else { return };
+        let dimensions = self.dimensions.unwrap_or(0);
+        let last = self.slot_doc.len() - 1;
+        if slot != last {
+            self.codes.copy_within(
+                last * dimensions..(last + 1) * dimensions,
+                slot * dimensions,
+            );
+            self.inverse_norms[slot] = self.inverse_norms[last];
+            let moved = self.slot_doc[last];
+            self.slot_doc[slot] = moved;
+            self.doc_slot[moved as usize] = slot as u32;
+        }
+        self.codes.truncate(last * dimensions);
+        self.inverse_norms.truncate(last);
+        self.slot_doc.truncate(last);
+        self.doc_slot[doc as usize] = NONE;
+    }
+
+    /// Moves the vector of `from` to `to` (a record re-added under a new document).
+    pub(super) fn move_doc(&mut self, from: u32, to: u32) {
+        let Some(slot) = self.slot(from) else { return };
+        self.doc_slot[from as usize] = NONE;
+        if self.doc_slot.len() <= to as usize {
+            self.doc_slot.resize(to as usize + 1, NONE);
+        }
+        self.doc_slot[to as usize] = slot as u32;
+        self.slot_doc[slot] = to;
+    }
+
+    /// Drops every vector and the dimensionality.
+    pub(super) fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Renumbers documents after compaction (`remap[old]` is the new id, or `u32::MAX` for a
+    /// dropped document, whose vector goes).
+    pub(super) fn remap(&mut self, remap: &[u32]) {
+        let dropped: Vec<u32> = self
+            .slot_doc
+            .iter()
+            .copied()
+            .filter(|&doc| remap[doc as usize] == NONE)
+            .collect();
+        for doc in dropped {
+            self.drop_doc(doc);
+        }
+        let mut doc_slot = vec![NONE; remap.iter().filter(|&&new| new != NONE).count()];
+        for (slot, doc) in self.slot_doc.iter_mut().enumerate() {
+            *doc = remap[*doc as usize];
+            doc_slot[*doc as usize] = slot as u32;
+        }
+        self.doc_slot = doc_slot;
+    }
+
+    /// Releases unused capacity.
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.codes.shrink_to_fit();
+        self.inverse_norms.shrink_to_fit();
+        self.slot_doc.shrink_to_fit();
+        self.doc_slot.shrink_to_fit();
+    }
+
+    /// Bytes held per stored vector at `dimensions` (codes, inverse norm, slot's document,
+    /// document's slot).
+    pub(super) const fn bytes_per_vector(dimensions: usize) -> usize {
+        dimensions + 4 + 4 + 4
+    }
+
+    /// Bytes allocated for the vectors now (capacities).
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.codes.capacity()
+            + 4 * (self.inverse_norms.capacity()
+                + self.slot_doc.capacity()
+                + self.doc_slot.capacity())
+    }
+
+    /// Quantizes a query vector (checked: finite, of the index's dimensionality).
+    pub(super) fn query(vector: &[f32]) -> QueryVector {
+        let range = query_range(vector.len());
+        let codes = quantize(vector, range, |x| x as i16);
+        let inverse_norm = inverse_norm(codes.iter().map(|&c| i64::from(c)));
+        QueryVector {
+            codes,
+            inverse_norm,
+        }
+    }
+
+    fn cosine_of_slot(&self, query: &QueryVector, slot: usize) -> f32 {
+        let dimensions = query.codes.len();
+        let codes = &self.codes[slot * dimensions..(slot + 1) * dimensions];
+        (f64::from(dot(&query.codes, codes))
+            * query.inverse_norm
+            * f64::from(self.inverse_norms[slot])) as f32
+    }
+
+    /// The cosine of `query` with the vector of `doc` (`None`: no vector).
+    pub(super) fn cosine(&self, query: &QueryVector, doc: u32) -> Option<f32> {
+        self.slot(doc).map(|slot| self.cosine_of_slot(query, slot))
+    }
+
+    /// The `k` documents nearest to `query` among those `selected` accepts, best first (cosine
+    /// descending, then document ascending), and how many were scanned (the selected documents
+    /// with a vector).
+    pub(super) fn nearest(
+        &self,
+        query: &QueryVector,
+        k: usize,
+        selected: impl Fn(u32) -> bool,
+    ) -> (Vec<Nearest>, usize) {
+        let mut heap: BinaryHeap<Worse> = BinaryHeap::with_capacity(k + 1);
+        let mut scanned = 0usize;
+        if k == 0 || self.dimensions != Some(query.codes.len()) {
+            return (Vec::new(), 0);
+        }
+        for (slot, &doc) in self.slot_doc.iter().enumerate() {
+            if !selected(doc) {
+                continue;
+            }
+            scanned += 1;
+            let entry = Nearest {
+                doc,
+                cosine: self.cosine_of_slot(query, slot),
+            };
+            if heap.len() < k {
+                heap.push(Worse(entry));
+            } else if let Some(mut worst) = heap.peek_mut() {
+                if Worse(entry) < *worst {
+                    *worst = Worse(entry);
+                }
+            }
+        }
+        let nearest = heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|worse| worse.0)
+            .collect();
+        (nearest, scanned)
+    }
+
+    /// Test view: every document with a vector (for consistency checks).
+    #[cfg(test)]
+    pub(super) fn docs(&self) -> Vec<u32> {
+        let mut docs = self.slot_doc.clone();
+        docs.sort_unstable();
+        docs
+    }
+}
+
+impl super::SearchIndex {
+    /// Attaches vectors to the live records `keys` (unknown keys are ignored): `vectors` holds
+    /// `keys.len()` rows of `dimensions` little-endian `f32`s, row-major. Each is L2-normalized
+    /// and quantized (see the module docs); a record keeps its vector across upserts of its key
+    /// and loses it with the record. The first vector fixes the index's dimensionality.
+    ///
+    /// Errors (nothing is stored then): a buffer of another length, `dimensions` 0 or over
+    /// [`MAX_DIMENSIONS`], a non-finite value, another dimensionality than the index's (unless
+    /// [`Self::clear_vectors`] ran since).
+    pub fn set_vectors<S: AsRef<str>>(
+        &mut self,
+        keys: &[S],
+        vectors: &[u8],
+        dimensions: usize,
+    ) -> crate::Result<()> {
+        let values = parse_rows(vectors, keys.len(), dimensions)?;
+        self.vectors.check_dimensions(dimensions)?;
+        for (key, row) in keys.iter().zip(values.chunks_exact(dimensions)) {
+            if let Some(doc) = self.doc_of(key.as_ref()) {
+                self.vectors.set(doc, row);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the vectors of `keys` (unknown keys and keys without a vector are ignored).
+    pub fn drop_vectors<S: AsRef<str>>(&mut self, keys: impl IntoIterator<Item = S>) {
+        for key in keys {
+            if let Some(doc) = self.doc_of(key.as_ref()) {
+                self.vectors.drop_doc(doc);
+            }
+        }
+    }
+
+    /// Drops every vector and the dimensionality.
+    pub fn clear_vectors(&mut self) {
+        self.vectors.clear();
+    }
+
+    /// Number of live records with a vector.
+    pub fn vector_count(&self) -> usize {
+        self.vectors.len()
+    }
+
+    /// The dimensionality of the vectors (`None` before the first, or after
+    /// [`Self::clear_vectors`]).
+    pub fn vector_dimensions(&self) -> Option<usize> {
+        self.vectors.dimensions()
+    }
+
+    /// The live records among `keys` without a vector, in the order given (unknown keys are
+    /// left out).
+    pub fn vector_keys_missing<S: AsRef<str>>(&self, keys: &[S]) -> Vec<String> {
+        keys.iter()
+            .map(AsRef::as_ref)
+            .filter(|key| self.doc_of(key).is_some_and(|doc| !self.vectors.has(doc)))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Bytes held per record with a vector of `dimensions` (see the module docs).
+    pub const fn vector_bytes_per_record(dimensions: usize) -> usize {
+        Vectors::bytes_per_vector(dimensions)
+    }
+
+    /// Bytes allocated for vectors now.
+    pub fn vector_heap_bytes(&self) -> usize {
+        self.vectors.heap_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn rows_are_checked() {
+        assert_eq!(
+            parse_rows(&bytes(&[1.0, 2.0]), 1, 2).unwrap(),
+            vec![1.0, 2.0]
+        );
+        assert!(parse_rows(&bytes(&[1.0, 2.0]), 1, 3).is_err());
+        assert!(parse_rows(&bytes(&[1.0, 2.0, 3.0]), 2, 1).is_err());
+        assert!(parse_rows(&[0, 0, 0], 1, 1).is_err());
+        assert!(parse_rows(&[], 0, 0).is_err());
+        assert!(parse_rows(&bytes(&[1.0, f32::NAN]), 1, 2)
+            .unwrap_err()
+            .message()
+            .contains("non-finite"));
+        assert!(parse_rows(&bytes(&[f32::INFINITY]), 1, 1).is_err());
+        assert!(parse_rows(&[], usize::MAX, 2).is_err());
+        assert_eq!(parse_rows(&[], 0, 3).unwrap(), Vec::<f32>::new());
+    }
+
+    #[test]
+    fn cosines_are_close_to_exact_and_zero_for_zero_vectors() {
+        let mut vectors = Vectors::default();
+        let a = [0.3f32, -0.2, 0.9, 0.05];
+        let b = [0.1f32, 0.4, -0.3, 0.8];
+        vectors.set(0, &a);
+        vectors.set(1, &b);
+        vectors.set(2, &[0.0; 4]);
+        let exact = |x: &[f32], y: &[f32]| {
+            let dot: f32 = x.iter().zip(y).map(|(a, b)| a * b).sum();
+            let norm = |v: &[f32]| v.iter().map(|a| a * a).sum::<f32>().sqrt();
+            dot / (norm(x) * norm(y))
+        };
+        let query = Vectors::query(&a);
+        assert!((vectors.cosine(&query, 0).unwrap() - 1.0).abs() < 1e-3);
+        assert!((vectors.cosine(&query, 1).unwrap() - exact(&a, &b)).abs() < 1e-2);
+        assert!(vectors.cosine(&query, 2).unwrap().abs() < f32::EPSILON);
+        assert_eq!(vectors.cosine(&query, 3), None);
+        // Scaling a vector does not change its codes.
+        let scaled: Vec<f32> = b.iter().map(|x| x * 1000.0).collect();
+        vectors.set(1, &scaled);
+        assert!((vectors.cosine(&query, 1).unwrap() - exact(&a, &b)).abs() < 1e-2);
+        let zero = Vectors::query(&[0.0; 4]);
+        assert!(vectors.cosine(&zero, 0).unwrap().abs() < f32::EPSILON);
+    }
+
+    #[test]
+    fn slots_stay_dense_through_drops_moves_and_remaps() {
+        let mut vectors = Vectors::default();
+        for doc in 0..5u32 {
+            vectors.set(doc, &[doc as f32 + 1.0, 1.0]);
+        }
+        vectors.drop_doc(1);
+        vectors.drop_doc(1);
+        assert_eq!(vectors.docs(), [0, 2, 3, 4]);
+        vectors.move_doc(4, 7);
+        assert_eq!(vectors.docs(), [0, 2, 3, 7]);
+        let query = Vectors::query(&[5.0, 1.0]);
+        assert!(vectors.cosine(&query, 7).unwrap() > 0.999);
+        assert_eq!(vectors.cosine(&query, 4), None);
+        // Documents 1, 3 and 5 go: 0 -> 0, 2 -> 1, 4 -> 2, 6 -> 3, 7 -> 4.
+        let remap = [0, NONE, 1, NONE, 2, NONE, 3, 4];
+        vectors.remap(&remap);
+        assert_eq!(vectors.docs(), [0, 1, 4]);
+        assert!(vectors.cosine(&query, 4).unwrap() > 0.999);
+        let (nearest, scanned) = vectors.nearest(&query, 2, |_| true);
+        assert_eq!(scanned, 3);
+        assert_eq!(nearest.iter().map(|n| n.doc).collect::<Vec<_>>(), [4, 1]);
+        let (nearest, scanned) = vectors.nearest(&query, 5, |doc| doc != 4);
+        assert_eq!((nearest.len(), scanned), (2, 2));
+        vectors.clear();
+        assert_eq!((vectors.len(), vectors.dimensions()), (0, None));
+    }
+
+    #[test]
+    fn the_query_dot_product_cannot_overflow() {
+        let dimensions = MAX_DIMENSIONS;
+        let mut vectors = Vectors::default();
+        let ones = vec![1.0f32; dimensions];
+        vectors.set(0, &ones);
+        let negative: Vec<f32> = ones.iter().map(|x| -x).collect();
+        vectors.set(1, &negative);
+        let query = Vectors::query(&ones);
+        assert!((vectors.cosine(&query, 0).unwrap() - 1.0).abs() < 1e-6);
+        assert!((vectors.cosine(&query, 1).unwrap() + 1.0).abs() < 1e-6);
+    }
+}
