@@ -3,8 +3,9 @@
 Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for a13n-harness hosts
 `ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
-`ToolProxyCapability.explain`, and `search_strategy` (this package's ranking for Pydantic AI's own `ToolSearch`).
-`__version__` is the Rust extension's, from Cargo.toml (the one place it is
+`ToolProxyCapability.explain`; for hybrid search, where tool vectors are kept: the `EmbeddingStore` interface,
+`SQLiteEmbeddingStore` (the embedded default) and `MemoryEmbeddingStore`; and `search_strategy` (this package's
+ranking for Pydantic AI's own `ToolSearch`). `__version__` is the Rust extension's, from Cargo.toml (the one place it is
 written; maturin gives the wheel the same).
 """
 
@@ -12,11 +13,15 @@ from . import _core
 from ._strategy import ToolProxySearchStrategy, search_strategy
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
+from .embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore, default_embedding_cache_path
 from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
 from .plan import ToolProxyPlan, ToolProxySelection
 
 __all__ = (
+    'EmbeddingStore',
+    'MemoryEmbeddingStore',
+    'SQLiteEmbeddingStore',
     'SearchExplanation',
     'TermMatch',
     'ToolProxyCapability',
@@ -25,6 +30,7 @@ __all__ = (
     'ToolProxyPlan',
     'ToolProxySearchStrategy',
     'ToolProxySelection',
+    'default_embedding_cache_path',
     'search_strategy',
 )
 __version__: str = _core.__version__

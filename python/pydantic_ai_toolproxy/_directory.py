@@ -10,7 +10,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -224,6 +224,18 @@ def _unchanged(old: tuple[str, object, object], group: str, description: object,
         return False
 
 
+class IndexFollower(Protocol):
+    """State that follows an index's records (hybrid search's `_vectors.ToolVectors`), told of every change."""
+
+    def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
+        """`index` just upserted `upserts` and removed the records `removed` (canonical names)."""
+        ...
+
+    def forget(self, index: _core.SearchIndex) -> None:
+        """`index` is dropped (a reset)."""
+        ...
+
+
 class SearchIndexCache:
     """The documented cache that keeps one Rust `SearchIndex` across steps and runs.
 
@@ -249,10 +261,14 @@ class SearchIndexCache:
         self.lock = threading.Lock()
         self.builds = 0
         """How many syncs changed the index (for tests and benchmarks)."""
+        self.vectors: IndexFollower | None = None
+        """Hybrid search: told of every upsert and removal (`ToolVectors.follow`), so tool vectors follow the index."""
 
     def reset(self) -> None:
         """Drop the index and start over with an empty one (after the core raised: its state is not trusted).
-        Call with `lock` held; the next `sync` re-indexes the step's members."""
+        Call with `lock` held; the next `sync` re-indexes the step's members (and re-attaches known vectors)."""
+        if self.vectors is not None:
+            self.vectors.forget(self.index)
         self.index = self._new_index()
         self.built = False
         self.searched_by = None
@@ -325,6 +341,8 @@ class SearchIndexCache:
             self.index.upsert(upserts)
         if removed or upserts:
             self.builds += 1
+            if self.vectors is not None:
+                self.vectors.follow(self.index, upserts, removed)
         self._synced = new_synced
         self._synced_lists = lists
         self._synced_directory = weakref.ref(directory)

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic_ai.tools import RunContext
 
 from ._directory import Directory, DirectoryCache, SearchIndexCache
+from ._vectors import ToolVectors, open_store
 from .config import ToolProxyConfig
 
 __all__ = ('ProxyRuntime',)
@@ -29,6 +30,7 @@ class ProxyRuntime:
         group_order: The configured group names, in order (the order of the group enum and summaries).
         directories: Per-step grouped directories (`DirectoryCache`).
         search_index: The shared search index (`SearchIndexCache`).
+        vectors: Tool and query vectors for hybrid search (`ToolVectors`), None without `config.embedder`.
     """
 
     config: ToolProxyConfig
@@ -36,10 +38,15 @@ class ProxyRuntime:
     group_order: list[str]
     directories: DirectoryCache = field(init=False)
     search_index: SearchIndexCache = field(init=False)
+    vectors: ToolVectors | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.directories = DirectoryCache(owner=self, group_order=self.group_order)
         self.search_index = SearchIndexCache(self.descriptions)
+        if self.config.embedder is not None:
+            config = self.config
+            self.vectors = ToolVectors(config, self.descriptions, self.search_index.lock, lambda: open_store(config))
+            self.search_index.vectors = self.vectors
 
     def group_description(self, group: str) -> str:
         """The configured description of `group` ('' for a group this surface does not have)."""

@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from pydantic_ai.messages import tool_return_ta
 from pydantic_ai.tools import RunContext
 from pydantic_core import from_json
 
 from . import _core
-from ._directory import Directory, Member
+from ._directory import Directory, Member, SearchIndexCache
 from ._interop import interop_for
 from ._messages import FailureReason, ProxyFailed, cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
+from ._vectors import ToolVectors
 
-__all__ = ('entry_for', 'entry_json', 'entry_size', 'run_search')
+__all__ = ('KEYWORD', 'Ranking', 'entry_for', 'entry_json', 'entry_size', 'run_search', 'search_page')
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Which ranking one search ran, for telemetry (span attributes) and tests; never shown to the model.
+
+    Attributes:
+        kind: `'hybrid'` (keywords fused with the query's cosine in the core) or `'keyword'`.
+        reason: Why a surface with an embedder ranked by keywords: `'browse'` (empty query), `'query-timeout'`,
+            `'embedder-error'`, `'no-vectors'` (no tool of the index has a vector yet), `'dimensions'` (the
+            query vector's size differs from the tools'); None otherwise.
+        tools_with_vectors: Tools of the index with a vector when it ranked (0 without an embedder).
+        tools: Tools of the index followed by the vectors (0 without an embedder).
+    """
+
+    kind: Literal['keyword', 'hybrid']
+    reason: str | None = None
+    tools_with_vectors: int = 0
+    tools: int = 0
+
+
+KEYWORD = Ranking('keyword')
+"""The ranking of every search of a surface without an embedder."""
 
 MAX_QUERY_BYTES: int = _core.MAX_QUERY_BYTES
 
@@ -144,6 +169,61 @@ def _unserializable(entry: dict[str, Any], reason: str, offset: int) -> ProxyFai
     )
 
 
+def _core_failed(cache: SearchIndexCache, e: RuntimeError) -> ProxyFailed:
+    """A panic in the Rust core (see `_core`): drop the index (rebuilt at the next search). Call with `lock` held."""
+    cache.reset()
+    return failed(
+        f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.',
+        FailureReason('core-error'),
+    )
+
+
+async def _rank_hybrid(
+    ctx: RunContext[Any],
+    runtime: ProxyRuntime,
+    vectors: ToolVectors,
+    directory: Directory,
+    query: str,
+    groups: list[str] | None,
+    offset: int,
+    limit: int,
+) -> tuple[int, list[str], Ranking]:
+    """`(total, keys, ranking)` of a surface with an embedder.
+
+    Syncs the index first (so the step's tools without a vector are queued), waits up to `embedding_wait` for
+    them and up to `query_timeout` for the query vector (both outside the lock), then syncs again (a concurrent
+    run may have moved the index to its own step) and ranks under the lock: `search_hybrid` when the query has a
+    vector and some tool has one, else `search` (the keyword ranking, exactly).
+    """
+    cache = runtime.search_index
+    with cache.lock:
+        try:
+            cache.sync(directory)
+            cache.searched_by = ctx.run_id
+        except RuntimeError as e:
+            raise _core_failed(cache, e) from e
+    await vectors.wait_for_tools(runtime.config.embedding_wait)
+    query_vector, reason = await vectors.query_vector(query)
+    with cache.lock:
+        try:
+            cache.sync(directory)
+            cache.searched_by = ctx.run_id
+            with_vectors, tools = vectors.coverage(cache.index)
+            if query_vector is not None:
+                if with_vectors == 0:
+                    reason = 'no-vectors'
+                elif len(query_vector) // 4 != vectors.dimensions:
+                    reason = 'dimensions'
+                    vectors.dimension_mismatch(len(query_vector) // 4)
+            if reason is None and query_vector is not None:
+                total, keys = cache.index.search_hybrid(query, query_vector, groups, offset, limit, vectors.weight)
+                return total, keys, Ranking('hybrid', None, with_vectors, tools)
+            total, keys = cache.index.search(query, groups, offset, limit)
+            return total, keys, Ranking('keyword', reason, with_vectors, tools)
+        except RuntimeError as e:
+            raise _core_failed(cache, e) from e
+
+
 async def run_search(
     ctx: RunContext[Any],
     runtime: ProxyRuntime,
@@ -152,7 +232,25 @@ async def run_search(
     limit: int | None,
     offset: int,
 ) -> dict[str, Any]:
-    """Rank the current step's members for `query` and return one page `{tools, total, next_offset}`.
+    """`search_page(...)`'s page."""
+    return (await search_page(ctx, runtime, query, group, limit, offset))[0]
+
+
+async def search_page(
+    ctx: RunContext[Any],
+    runtime: ProxyRuntime,
+    query: str,
+    group: str | None,
+    limit: int | None,
+    offset: int,
+) -> tuple[dict[str, Any], Ranking]:
+    """Rank the current step's members for `query` and return one page `{tools, total, next_offset}`, with the
+    `Ranking` that ran.
+
+    With an embedder (hybrid search), `total` counts the keyword matches plus the tools among the query's 50
+    nearest (by cosine, within the searched group) that are closer than the 50th; `next_offset` pages through
+    exactly that ranked set, which stays the same for every page of one query while the tools and their vectors
+    do not change. Exact names still rank first. Without an embedder, `total` counts the keyword matches.
 
     The page's entries are decoded from the JSON that was measured, so the page the model receives is exactly
     the one planned and holds no reference to a host's schema objects: a schema edited in place later does not
@@ -181,18 +279,19 @@ async def run_search(
     if offset < 0:
         raise retry(f'`offset` must be 0 or a `next_offset` from an earlier search; got {shown(offset)}.')
     groups = [group] if group is not None else None
-    cache = runtime.search_index
-    with cache.lock:
-        try:
-            cache.sync(directory)
-            cache.searched_by = ctx.run_id
-            total, keys = cache.index.search(query, groups, offset, limit)
-        except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
-            cache.reset()
-            raise failed(
-                f'Search failed inside the ToolProxy core ({cut(str(e), 300)}); the index was rebuilt, search again.',
-                FailureReason('core-error'),
-            ) from e
+    vectors = runtime.vectors
+    if vectors is None:
+        ranking = KEYWORD
+        cache = runtime.search_index
+        with cache.lock:
+            try:
+                cache.sync(directory)
+                cache.searched_by = ctx.run_id
+                total, keys = cache.index.search(query, groups, offset, limit)
+            except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
+                raise _core_failed(cache, e) from e
+    else:
+        total, keys, ranking = await _rank_hybrid(ctx, runtime, vectors, directory, query, groups, offset, limit)
     include = runtime.instructions_enabled(ctx)
     interop = interop_for(ctx)
     instructions: dict[str, list[str]] = {}
@@ -213,4 +312,4 @@ async def run_search(
     count, next_offset, page_bytes = _core.plan_page([len(b) for b in encoded], total, offset, config.max_search_bytes)
     if count == 0 and encoded:
         raise _oversized(entries[0], len(encoded[0]), page_bytes, offset, config.max_search_bytes)
-    return {'tools': [from_json(b) for b in encoded[:count]], 'total': total, 'next_offset': next_offset}
+    return {'tools': [from_json(b) for b in encoded[:count]], 'total': total, 'next_offset': next_offset}, ranking

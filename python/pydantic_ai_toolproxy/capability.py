@@ -30,6 +30,7 @@ from ._private import AgentInstructions, DynamicToolset, normalize_instructions
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset
 from ._unknown import shorten_unknown_tool_retries
+from ._vectors import ToolVectors
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
@@ -231,6 +232,12 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         return f'ToolProxyCapability(groups={list(self.groups)!r}, config={self.config!r})'
 
     @property
+    def tool_vectors(self) -> ToolVectors | None:
+        """Package-internal: the surface's tool and query vectors (hybrid search), None without an embedder; the CLI's
+        `toolproxy embed` fills them through `_vectors.embed_surface`."""
+        return self._runtime.vectors
+
+    @property
     def index_builds(self) -> int:
         """How many times the shared search index changed (incremental syncs), for tests and benchmarks."""
         return self._runtime.search_index.builds
@@ -270,34 +277,57 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         assert {m.field for m in why.matches} >= {'tool name', 'group description'}
         ```
 
+        With an embedder, the hybrid fields (`keyword_share`, `cosine`, `semantic`, `semantic_share`, `weight`,
+        `fused`) are
+        filled when a recent search embedded this very `query` (its vector is taken from the query cache; explain
+        never calls the embedder), and None otherwise.
+
         Returns:
             One `SearchExplanation` per pair, in order; a pair the index does not hold (no search yet, or not a
             member of the searched step) explains as a score of 0 with no matches.
         """
         groups = None if group is None else [group]
         cache = self._runtime.search_index
+        vectors = self._runtime.vectors
+        query_vector = None if vectors is None else vectors.cached_query_vector(query)
         out: list[SearchExplanation] = []
         with cache.lock:
             for group_name, tool in tools:
-                raw = cache.index.explain(query, groups, canonical_name(group_name, tool))
+                key = canonical_name(group_name, tool)
+                raw = cache.index.explain(query, groups, key)
                 if raw is None:
                     out.append(SearchExplanation(group_name, tool, False, 0.0, 1.0, ()))
                     continue
                 exact, score, coordination, matches = raw
                 total = score / coordination if coordination else 0.0
-                out.append(
-                    SearchExplanation(
-                        group_name,
-                        tool,
-                        exact,
-                        score,
-                        coordination,
-                        tuple(
-                            TermMatch(token, field, via_stem, gain, gain / total if total else 0.0)
-                            for token, field, via_stem, gain in matches
-                        ),
-                    )
+                why = SearchExplanation(
+                    group_name,
+                    tool,
+                    exact,
+                    score,
+                    coordination,
+                    tuple(
+                        TermMatch(token, field, via_stem, gain, gain / total if total else 0.0)
+                        for token, field, via_stem, gain in matches
+                    ),
                 )
+                if vectors is not None and query_vector is not None:
+                    try:
+                        hybrid = cache.index.explain_hybrid(query, query_vector, groups, key, vectors.weight)
+                    except ValueError:  # the query vector's size differs from the tools' (searched by keywords)
+                        hybrid = None
+                    if hybrid is not None:
+                        _, _, keyword_share, cosine, semantic_share, weight, fused = hybrid
+                        why = replace(
+                            why,
+                            keyword_share=keyword_share,
+                            cosine=cosine,
+                            semantic=semantic_share / weight if weight > 0 else None,
+                            semantic_share=semantic_share,
+                            weight=weight,
+                            fused=fused,
+                        )
+                out.append(why)
         return out
 
     # --- contributions ---
@@ -336,6 +366,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         runtime = self._runtime
         directory = runtime.directory(ctx)
         runtime.search_index.keep_up(directory, ctx.run_id)
+        if runtime.vectors is not None:
+            await runtime.vectors.wait_for_tools(0)  # start embedding the step's new tools now, without waiting
         params = request_context.model_request_parameters
         config = runtime.config
         manager_tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}

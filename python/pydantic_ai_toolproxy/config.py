@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import os
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
 from . import _core
 
-__all__ = ('ToolProxyConfig',)
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+    from .embedding_store import EmbeddingStore
+
+__all__ = ('DEFAULT_EMBEDDING_CACHE', 'DefaultEmbeddingCache', 'ToolProxyConfig')
+
+
+@dataclass(frozen=True)
+class DefaultEmbeddingCache:
+    """The type of `DEFAULT_EMBEDDING_CACHE`: the file `default_embedding_cache_path()` names when the store is first
+    opened (`$TOOLPROXY_EMBEDDING_CACHE`, `off` for memory only, else the XDG cache directory; see
+    docs/embedding-cache.md)."""
+
+    def __repr__(self) -> str:
+        return 'DEFAULT_EMBEDDING_CACHE'
+
+
+DEFAULT_EMBEDDING_CACHE = DefaultEmbeddingCache()
+"""`ToolProxyConfig.embedding_cache`'s default: the documented default file, resolved when first opened."""
+
+MAX_WAIT_SECONDS = 600.0
+"""Upper bound of `embedding_wait` and `query_timeout`, in seconds."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +54,20 @@ class ToolProxyConfig:
             source toolset instructions are returned with discovered tools. A deps object with a
             `toolset_instructions` attribute set to False (as a13n-harness's `AgentSpec(toolset_instructions=False)`
             provides) turns both off for that run as well.
+        embedder: Opt-in hybrid search: a `pydantic_ai.embeddings.Embedder`, any `EmbeddingModel`, or a model
+            name Pydantic AI resolves (`'openai:text-embedding-3-small'`, `'sentence-transformers:all-MiniLM-L6-v2'`;
+            resolved by `Embedder(name)` when first used, so a missing API key surfaces as a logged fallback, not
+            here). None (the default): keyword search only, rankings unchanged.
+        semantic_weight: Share of the semantic signal in the fused score, 0..1 (default 0.35, chosen on
+            half of the queries of `bash scripts/bench-quality`): `fused = (1 - w) *
+            keyword share + w * semantic share`. 0 ranks exactly as keyword search.
+        embedding_cache: Where tool vectors persist across processes: `DEFAULT_EMBEDDING_CACHE` (the default: the
+            file `default_embedding_cache_path()` names when first opened), a SQLite file path, any
+            `EmbeddingStore`, or None for memory only. Opened only with an embedder, at the first search.
+        embedding_wait: Seconds a search waits for tool vectors still being computed, 0-600 (default 5.0). Past
+            it the search ranks the tools without a vector by keywords alone; embedding goes on in the background.
+        query_timeout: Seconds a search waits for `embed_query`, more than 0 and at most 600 (default 5.0). Past
+            it, or on an embedder error, that search is a keyword search (one logged warning, nothing for the model).
 
     Raises:
         ValueError: at construction, naming the offending field and value (rules live in the Rust core,
@@ -40,6 +79,11 @@ class ToolProxyConfig:
     max_results: int = 10
     max_search_bytes: int = 32_768
     include_instructions: bool = True
+    embedder: Embedder | EmbeddingModel | str | None = None
+    semantic_weight: float = 0.35
+    embedding_cache: str | os.PathLike[str] | EmbeddingStore | DefaultEmbeddingCache | None = DEFAULT_EMBEDDING_CACHE
+    embedding_wait: float = 5.0
+    query_timeout: float = 5.0
 
     def __post_init__(self) -> None:
         for field_name in ('search_name', 'call_name'):
@@ -53,8 +97,72 @@ class ToolProxyConfig:
         if not isinstance(self.include_instructions, bool):
             raise ValueError(f'ToolProxyConfig.include_instructions must be a bool, got {self.include_instructions!r}')
         _core.validate_config(self.search_name, self.call_name, self.max_results, self.max_search_bytes)
+        _check_embedder(self.embedder)
+        _check_number('semantic_weight', self.semantic_weight, 0.0, 1.0, allow_low=True)
+        _check_number('embedding_wait', self.embedding_wait, 0.0, MAX_WAIT_SECONDS, allow_low=True)
+        _check_number('query_timeout', self.query_timeout, 0.0, MAX_WAIT_SECONDS, allow_low=False)
+        _check_cache(self.embedding_cache)
+
+    def __hash__(self) -> int:
+        """Hashes by value, with an unhashable field (an `EmbeddingModel` dataclass, a store) by identity."""
+        return hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
 
     @property
     def default_limit(self) -> int:
         """The page size used when a search omits `limit`: `min(5, max_results)`."""
         return min(5, self.max_results)
+
+
+def _hashable(value: object) -> object:
+    try:
+        hash(value)
+    except TypeError:
+        return ('id', id(value))
+    return value
+
+
+def _check_number(name: str, value: object, low: float, high: float, *, allow_low: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f'ToolProxyConfig.{name} must be a finite number, got {value!r}')
+    if value > high or value < low or (value == low and not allow_low):
+        bound = f'{low:g}..{high:g}' if allow_low else f'more than {low:g} and at most {high:g}'
+        raise ValueError(f'ToolProxyConfig.{name} must be {bound}, got {value!r}')
+
+
+def _check_embedder(value: object) -> None:
+    """An embedder, an embedding model, or a `provider:model` name (resolved only when first used)."""
+    if value is None:
+        return
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+    if isinstance(value, (Embedder, EmbeddingModel)):
+        return
+    if isinstance(value, str):
+        provider, _, model = value.partition(':')
+        if not provider.strip() or not model.strip():
+            raise ValueError(
+                "ToolProxyConfig.embedder must name a model as 'provider:model' (e.g. "
+                f"'openai:text-embedding-3-small'), got {value!r}"
+            )
+        return
+    raise ValueError(
+        'ToolProxyConfig.embedder must be a pydantic_ai Embedder, an EmbeddingModel, a model name or None, '
+        f'got {type(value).__name__}: {value!r}'
+    )
+
+
+def _check_cache(value: object) -> None:
+    """A path (str or PathLike), an object with the `EmbeddingStore` methods, or None."""
+    if value is None or isinstance(value, (os.PathLike, DefaultEmbeddingCache)):
+        return
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError('ToolProxyConfig.embedding_cache must be a non-blank path, an EmbeddingStore or None')
+        return
+    store: Any = value
+    if callable(getattr(store, 'get_many', None)) and callable(getattr(store, 'put_many', None)):
+        return
+    raise ValueError(
+        'ToolProxyConfig.embedding_cache must be a path, an EmbeddingStore (get_many/put_many) or None, '
+        f'got {type(value).__name__}: {value!r}'
+    )

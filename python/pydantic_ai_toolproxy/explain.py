@@ -2,7 +2,9 @@
 
 A host that finds a tool ranked lower than it should be can see which query words matched where (the tool name,
 its description, its parameters, the group name or the group's description) and each one's share of the score,
-then fix the description that misses the words agents use. `toolproxy search --explain` prints the same.
+then fix the description that misses the words agents use. With an embedder (hybrid search), each explanation
+also shows the keyword share, the cosine, the normalized semantic share, the weight and the fused score.
+`toolproxy search --explain` prints the same.
 """
 
 from __future__ import annotations
@@ -44,6 +46,17 @@ class SearchExplanation:
         coordination: `1 + 1.5 * matched / query words`: the more of the query's words a tool matches (in its own
             fields or its group's description), the higher.
         matches: Every word's gain per field, in query order; empty when nothing matched.
+        keyword_share: Hybrid search only (None otherwise): the keyword part of `fused`, `(1 - weight) * kw`, where
+            `kw` = `score` / the best keyword score among the searched tools (0 for a tool the keywords miss).
+        cosine: Hybrid search only: the cosine between the query's vector and the tool's (quantized) vector, or
+            None when the tool has no vector yet.
+        semantic: Hybrid search only: the normalized semantic score `clip((cosine - c50) / (c1 - c50), 0, 1)`,
+            where c1 and c50 are the query's best and 50th best cosines over the searched tools (None when
+            `weight` is 0).
+        semantic_share: Hybrid search only: the semantic part of `fused`, `weight * semantic`.
+        weight: Hybrid search only: `ToolProxyConfig.semantic_weight`.
+        fused: Hybrid search only: `keyword_share + semantic_share`, what the hybrid ranking sorts by after exact
+            names.
     """
 
     group: str
@@ -52,3 +65,9 @@ class SearchExplanation:
     score: float
     coordination: float
     matches: tuple[TermMatch, ...]
+    keyword_share: float | None = None
+    cosine: float | None = None
+    semantic: float | None = None
+    semantic_share: float | None = None
+    weight: float | None = None
+    fused: float | None = None

@@ -1,0 +1,598 @@
+"""Tool vectors for hybrid search: computed once, kept in the Rust index, and the query side's vector.
+
+`ToolVectors` (one per proxy surface with an embedder) follows every `_core.SearchIndex` the index cache holds:
+each upserted tool's embedding text (`_embedding_text`) is fingerprinted; a vector already known (this process's
+memory, then the `EmbeddingStore`) is attached at once with `SearchIndex.set_vectors`; the others are embedded in
+the background with `embed_documents`, in batches within the model's limits, and attached when they arrive. A tool
+whose text changes loses its vector until the new one is known; a removed tool's vector goes with its record.
+
+A search waits for missing vectors up to `ToolProxyConfig.embedding_wait` seconds, then ranks what has no vector
+by keywords alone; an embedder error makes the missing tools wait for a retry (`RETRY_SECONDS` later). Faults are
+logged on the `pydantic_ai_toolproxy` logger, once per kind until that kind succeeds again; nothing reaches the
+model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic_ai.usage import RequestUsage
+
+from . import _core
+from ._embedder import ResolvedEmbedder, vector_bytes
+from ._embedding_text import embedding_text, group_text, text_hash, tool_text
+
+if TYPE_CHECKING:
+    from pydantic_ai.toolsets.abstract import ToolsetTool
+
+    from ._directory import Directory, IndexRecord
+    from .config import ToolProxyConfig
+    from .embedding_store import EmbeddingStore
+
+__all__ = ('EmbedCounts', 'ProxySurface', 'ToolVectors', 'embed_surface', 'open_store', 'surface_texts')
+
+logger = logging.getLogger('pydantic_ai_toolproxy')
+
+
+class ProxySurface(Protocol):
+    """What `embed_surface` and `surface_texts` need of a `ToolProxyCapability` (typed by shape, so this module does
+    not import the capability, which imports it through its runtime)."""
+
+    @property
+    def groups(self) -> Mapping[str, Any]:
+        """Group name -> `ToolProxyGroup` (its `description`)."""
+        ...
+
+    @property
+    def tool_vectors(self) -> ToolVectors | None:
+        """The surface's `ToolVectors`, None without an embedder."""
+        ...
+
+    def directory_of(self, tools: Mapping[str, ToolsetTool[Any]]) -> Directory:
+        """The surface's grouped directory of one step's prepared tools."""
+        ...
+
+
+BATCH_INPUTS = 64
+"""Most texts in one `embed_documents` call."""
+BATCH_TOKENS = 100_000
+"""Most estimated tokens in one `embed_documents` call (providers cap a request's total, e.g. OpenAI at 300,000)."""
+QUERY_CACHE_SIZE = 256
+"""Recent query vectors kept (least recently used dropped first)."""
+RETRY_SECONDS = 10.0
+"""After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
+MEMORY_SLACK = 1024
+"""Vectors kept in memory beyond twice the texts the followed indexes want, before unwanted ones are dropped."""
+STORE_THREAD_MIN = 256
+"""Store reads and writes of at least this many vectors run in a worker thread (`asyncio.to_thread`)."""
+
+
+def open_store(config: ToolProxyConfig) -> EmbeddingStore | None:
+    """The store `config.embedding_cache` names: None (memory only: no store), the given `EmbeddingStore`, or a
+    `SQLiteEmbeddingStore` at the path (`DEFAULT_EMBEDDING_CACHE`: `default_embedding_cache_path()`, None for
+    `off`). A bad file does not raise here: the SQLite store falls back to memory itself, with one warning."""
+    from .config import DefaultEmbeddingCache
+    from .embedding_store import SQLiteEmbeddingStore, default_embedding_cache_path
+
+    cache = config.embedding_cache
+    if isinstance(cache, DefaultEmbeddingCache):
+        path = default_embedding_cache_path()
+        return None if path is None else SQLiteEmbeddingStore(path)
+    if cache is None:
+        return None
+    if isinstance(cache, (str, os.PathLike)):
+        return SQLiteEmbeddingStore(cache)
+    return cache
+
+
+@dataclass
+class EmbedCounts:
+    """What one embedding pass did (`embed_surface`, and the CLI's `toolproxy embed`).
+
+    Attributes:
+        tools: Distinct tool texts of the surface.
+        embedded: Texts embedded by the embedder in this pass.
+        cached: Texts whose vector came from memory or the store.
+        cut: Texts cut to the model's `max_input_tokens` before embedding (their vector covers the kept start).
+        failed: Texts left without a vector (an embedder error; see the log).
+        usage: The embedder's token usage, summed over its calls.
+        seconds: Wall time of the pass.
+        error: The embedder's error that stopped the pass (`repr`, at most 500 characters), or None.
+    """
+
+    tools: int = 0
+    embedded: int = 0
+    cached: int = 0
+    cut: int = 0
+    failed: int = 0
+    usage: RequestUsage = field(default_factory=RequestUsage)
+    seconds: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class _IndexState:
+    """Per `SearchIndex`: the text fingerprint each key wants and the one whose vector is attached."""
+
+    index: _core.SearchIndex
+    wanted: dict[str, bytes] = field(default_factory=dict)
+    attached: dict[str, bytes] = field(default_factory=dict)
+
+
+class ToolVectors:
+    """Tool and query vectors of one proxy surface (see the module docstring).
+
+    `follow` and `apply` run under the index cache's lock (`lock`, shared with `SearchIndexCache`); the awaits
+    (`wait_for_tools`, `query_vector`) run outside it.
+    """
+
+    def __init__(
+        self,
+        config: ToolProxyConfig,
+        descriptions: Mapping[str, str],
+        lock: Any,
+        open_store: Callable[[], EmbeddingStore | None] = lambda: None,
+    ) -> None:
+        assert config.embedder is not None
+        self.config = config
+        self.embedder = ResolvedEmbedder(config.embedder)
+        self.weight = float(config.semantic_weight)
+        self._descriptions = dict(descriptions)
+        self.lock = lock
+        self._open_store = open_store
+        self._store: EmbeddingStore | None = None
+        self._store_opened = False
+        self.memory: dict[bytes, bytes] = {}
+        """Text fingerprint -> little-endian float32 vector, every vector this process has seen."""
+        self.dimensions: int | None = None
+        self._states: dict[int, _IndexState] = {}
+        self._pending: dict[bytes, str] = {}
+        """Fingerprint -> text of the vectors some index wants and nobody has yet."""
+        self._waiting: dict[bytes, list[tuple[_IndexState, str]]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._retry_at = 0.0
+        self._warned: set[str] = set()
+        self._queries: OrderedDict[str, bytes] = OrderedDict()
+        self._max_tokens: int | None = None
+        self._asked_limit = False
+        self.usage = RequestUsage()
+        """The embedder's usage for tool texts, summed (queries not included)."""
+        self.embedded = 0
+        self.cut = 0
+        self.background = True
+        """Whether a step starts embedding its new tools in the background (`wait_for_tools`); the CLI turns it
+        off while it only looks at a surface (`toolproxy inspect`, or before `embed_surface` embeds it)."""
+
+    # --- following the indexes (under `lock`) ---
+
+    def _state(self, index: _core.SearchIndex) -> _IndexState:
+        state = self._states.get(id(index))
+        if state is None or state.index is not index:
+            state = self._states[id(index)] = _IndexState(index)
+        return state
+
+    def forget(self, index: _core.SearchIndex) -> None:
+        """The cache dropped `index` (a reset or an evicted member set): stop following it."""
+        state = self._states.get(id(index))
+        if state is not None and state.index is index:
+            del self._states[id(index)]
+
+    def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
+        """`index` just upserted `upserts` and removed `removed`: attach the vectors known for their texts, drop a
+        changed text's old vector, and queue the unknown texts for embedding. Call with `lock` held."""
+        state = self._state(index)
+        for key in removed:
+            state.wanted.pop(key, None)
+            state.attached.pop(key, None)  # the core dropped the vector with the record
+        stale: list[str] = []
+        keys: list[str] = []
+        vectors: list[bytes] = []
+        memory, descriptions = self.memory, self._descriptions
+        group_parts: dict[str, str] = {}
+        for key, group, local, description, _ in upserts:
+            tail = group_parts.get(group)
+            if tail is None:
+                tail = group_parts[group] = group_text(group, descriptions.get(group, ''))
+            head = tool_text(local, description)
+            text = f'{head} {tail}' if tail else head
+            fingerprint = text_hash(text)
+            state.wanted[key] = fingerprint
+            attached = state.attached.get(key)
+            if attached == fingerprint:
+                continue
+            if attached is not None:
+                stale.append(key)
+                del state.attached[key]
+            vector = memory.get(fingerprint)
+            if vector is not None:
+                keys.append(key)
+                vectors.append(vector)
+            else:
+                if fingerprint not in self._pending:
+                    self._pending[fingerprint] = text
+                self._waiting.setdefault(fingerprint, []).append((state, key))
+        if stale:
+            index.drop_vectors(stale)
+        if keys:
+            self._set(state, keys, vectors)
+        if stale or removed:
+            self._prune()
+
+    def _set(self, state: _IndexState, keys: list[str], vectors: list[bytes]) -> None:
+        """Attach `vectors` to `keys` of `state.index`; a refusal of the core (ValueError: another dimensionality)
+        is logged once and leaves those keys without a vector, so a search never fails for it."""
+        assert self.dimensions is not None
+        try:
+            state.index.set_vectors(keys, b''.join(vectors), self.dimensions)
+        except ValueError as e:
+            self._warn('attach', f'ToolProxy could not attach tool vectors ({e}); those tools rank by keywords.')
+            return
+        wanted = state.wanted
+        for key in keys:
+            state.attached[key] = wanted[key]
+
+    def apply(self, found: Mapping[bytes, bytes]) -> int:
+        """Vectors `found` (fingerprint -> float32 bytes) became known: keep them and attach them wherever they are
+        wanted. Call with `lock` held. Returns how many index keys got a vector.
+
+        Raises:
+            ValueError: a vector's dimensionality differs from the vectors already held.
+        """
+        attached = 0
+        per_index: dict[int, tuple[_IndexState, list[str], list[bytes]]] = {}
+        for fingerprint, vector in found.items():
+            dimensions = len(vector) // 4
+            if self.dimensions is None:
+                self.dimensions = dimensions
+            elif dimensions != self.dimensions:
+                raise ValueError(f'a vector has {dimensions} dimensions, the others {self.dimensions}')
+            self.memory[fingerprint] = vector
+            self._pending.pop(fingerprint, None)
+            for state, key in self._waiting.pop(fingerprint, ()):
+                if state.wanted.get(key) != fingerprint or state.attached.get(key) == fingerprint:
+                    continue
+                if self._states.get(id(state.index)) is not state:
+                    continue
+                entry = per_index.setdefault(id(state.index), (state, [], []))
+                entry[1].append(key)
+                entry[2].append(vector)
+        for state, keys, vectors in per_index.values():
+            before = len(state.attached)
+            self._set(state, keys, vectors)
+            attached += len(state.attached) - before
+        return attached
+
+    def _prune(self) -> None:
+        """Keep `memory` bounded when tool texts keep changing: past twice the wanted texts (plus `MEMORY_SLACK`),
+        drop the vectors no followed index wants (the store still has them)."""
+        states = self._states.values()
+        if len(self.memory) <= 2 * sum(len(st.wanted) for st in states) + MEMORY_SLACK:
+            return
+        wanted = {fp for st in states for fp in st.wanted.values()}
+        self.memory = {fp: v for fp, v in self.memory.items() if fp in wanted}
+
+    @property
+    def pending(self) -> int:
+        """Texts some index wants a vector for that is not known yet."""
+        return len(self._pending)
+
+    def coverage(self, index: _core.SearchIndex) -> tuple[int, int]:
+        """`(tools with a vector, tools)` of `index` as followed."""
+        state = self._states.get(id(index))
+        if state is None or state.index is not index:
+            return 0, 0
+        return len(state.attached), len(state.wanted)
+
+    # --- warnings ---
+
+    def _warn(self, kind: str, message: str) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            logger.warning(message)
+
+    def _ok(self, kind: str) -> None:
+        self._warned.discard(kind)
+
+    # --- the store ---
+
+    def store(self) -> EmbeddingStore | None:
+        """The embedding store, opened on first use (an error opening it: memory only, one warning)."""
+        if not self._store_opened:
+            self._store_opened = True
+            try:
+                self._store = self._open_store()
+            except Exception as e:
+                self._warn('store', f'ToolProxy embedding cache unavailable, vectors stay in memory: {e!r}')
+                self._store = None
+        return self._store
+
+    async def _store_get(self, fingerprints: list[bytes]) -> dict[bytes, bytes]:
+        store = self.store()
+        if store is None or not fingerprints:
+            return {}
+        try:
+            key = self.embedder.store_key
+            if len(fingerprints) >= STORE_THREAD_MIN:
+                return await asyncio.to_thread(store.get_many, key, fingerprints)
+            return store.get_many(key, fingerprints)
+        except Exception as e:
+            self._warn('store', f'ToolProxy embedding cache read failed, embedding instead: {e!r}')
+            return {}
+
+    async def _store_put(self, items: dict[bytes, bytes]) -> None:
+        store = self.store()
+        if store is None or not items:
+            return
+        try:
+            key = self.embedder.store_key
+            if len(items) >= STORE_THREAD_MIN:
+                await asyncio.to_thread(store.put_many, key, items)
+            else:
+                store.put_many(key, items)
+        except Exception as e:
+            self._warn('store', f'ToolProxy embedding cache write failed, vectors stay in memory: {e!r}')
+
+    # --- embedding tool texts ---
+
+    async def _limit(self) -> int | None:
+        if not self._asked_limit:
+            try:
+                limit = await self.embedder.embedder.max_input_tokens()
+            except Exception:
+                limit = None
+            self._max_tokens = limit if isinstance(limit, int) and limit > 0 else None
+            self._asked_limit = True
+        return self._max_tokens
+
+    async def _fit(self, text: str, limit: int | None) -> tuple[str, bool, int]:
+        """`(text cut to `limit` tokens, whether it was cut, its estimated tokens)`."""
+        size = len(text.encode('utf-8', 'surrogatepass'))
+        if limit is None or size + 2 <= limit:  # a token is at least one byte, plus a model's two special tokens
+            return text, False, size // 3 + 1
+        count = await self._count(text)
+        if count < limit:
+            return text, False, count
+        if count == limit:  # the tokenizer may have truncated by itself (sentence-transformers does)
+            return text, True, count
+        cut = text
+        for _ in range(6):
+            cut = cut[: max(1, int(len(cut) * limit / count * 0.95))]
+            count = await self._count(cut)
+            if count <= limit:
+                break
+        else:
+            cut = cut[: max(1, limit)]
+        return cut, True, min(count, limit)
+
+    async def _count(self, text: str) -> int:
+        try:
+            return await self.embedder.embedder.count_tokens(text)
+        except Exception:  # NotImplementedError, UserError: this model cannot count; estimate (~3 bytes a token)
+            return len(text.encode('utf-8', 'surrogatepass')) // 3 + 1
+
+    async def embed_texts(
+        self, texts: Mapping[bytes, str], counts: EmbedCounts, progress: Callable[[int], None] | None = None
+    ) -> dict[bytes, bytes]:
+        """Embed `texts` (fingerprint -> text) in batches of at most `BATCH_INPUTS` texts and `BATCH_TOKENS`
+        estimated tokens, each text cut to the model's `max_input_tokens`. Each batch's vectors are attached (`apply`,
+        taking `lock`) and stored as it arrives; counts go into `counts` (embedded, cut, usage). `progress(n)` after
+        each batch of `n`. Returns the vectors embedded.
+
+        Raises:
+            Exception: the embedder's error, or ValueError for a malformed answer (wrong count, non-finite values,
+                another dimensionality); the batches before it are kept.
+        """
+        limit = await self._limit()
+        embedder = self.embedder.embedder
+        out: dict[bytes, bytes] = {}
+        batch: list[tuple[bytes, str]] = []
+        tokens = 0
+
+        async def flush() -> None:
+            nonlocal tokens
+            if not batch:
+                return
+            inputs = [t for _, t in batch]
+            result = await embedder.embed_documents(inputs)
+            if len(result.embeddings) != len(inputs):
+                raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for {len(inputs)} texts')
+            found = {fp: vector_bytes(v) for (fp, _), v in zip(batch, result.embeddings, strict=True)}
+            counts.usage.incr(result.usage)
+            self.usage.incr(result.usage)
+            counts.embedded += len(found)
+            self.embedded += len(found)
+            with self.lock:
+                self.apply(found)
+            await self._store_put(found)
+            out.update(found)
+            if progress is not None:
+                progress(len(found))
+            batch.clear()
+            tokens = 0
+
+        for fingerprint, text in texts.items():
+            fitted, was_cut, estimate = await self._fit(text, limit)
+            if was_cut:
+                counts.cut += 1
+                self.cut += 1
+            if batch and (len(batch) >= BATCH_INPUTS or tokens + estimate > BATCH_TOKENS):
+                await flush()
+            batch.append((fingerprint, fitted))
+            tokens += estimate
+        await flush()
+        return out
+
+    def _take_pending(self) -> dict[bytes, str]:
+        """The pending texts some followed index still wants (the others are dropped). Call with `lock` held."""
+        for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
+            waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
+            if waiting:
+                self._waiting[fingerprint] = waiting
+            else:
+                self._pending.pop(fingerprint, None)
+                self._waiting.pop(fingerprint, None)
+        return dict(self._pending)
+
+    async def _fill(self) -> None:
+        """Get a vector for every pending text: from the store, then the embedder, again for texts that became
+        pending meanwhile (a later step's new tools). Errors: logged once, retried `RETRY_SECONDS` later."""
+        done: set[bytes] = set()
+        try:
+            while True:
+                with self.lock:
+                    pending = {fp: t for fp, t in self._take_pending().items() if fp not in done}
+                if not pending:
+                    break
+                done.update(pending)  # each text is tried once per fill, so a text the core refuses cannot loop
+                found = await self._store_get(list(pending))
+                if found:
+                    with self.lock:
+                        self.apply(found)
+                missing = {fp: text for fp, text in pending.items() if fp not in found}
+                if missing:
+                    await self.embed_texts(missing, EmbedCounts())
+            self._ok('embed')
+        except Exception as e:
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            self._warn(
+                'embed',
+                f'ToolProxy could not embed tool texts with {self.embedder.describe()} ({e!r}); tools without a '
+                f'vector rank by keywords alone, retrying in {RETRY_SECONDS:g} s.',
+            )
+
+    async def wait_for_tools(self, wait: float) -> None:
+        """Start (or join) embedding the pending texts and wait for it up to `wait` seconds; it goes on past that."""
+        if not self._pending or not self.background:
+            return
+        loop = asyncio.get_running_loop()
+        task = self._task
+        if task is not None and (task.done() or task.get_loop() is not loop):
+            task = self._task = None
+        if task is None:
+            if time.monotonic() < self._retry_at:
+                return
+            task = self._task = loop.create_task(self._fill())
+        if wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(task), wait)
+
+    # --- the query side ---
+
+    async def query_vector(self, query: str) -> tuple[bytes | None, str | None]:
+        """`(float32 vector of query, None)`, or `(None, reason)`: `'browse'` (empty query), `'query-timeout'`,
+        `'embedder-error'` (each logged once until a query succeeds again). Recent vectors come from a bounded
+        cache (`QUERY_CACHE_SIZE`)."""
+        if not query.strip():
+            return None, 'browse'
+        cached = self._queries.get(query)
+        if cached is not None:
+            self._queries.move_to_end(query)
+            return cached, None
+        try:
+            result = await asyncio.wait_for(self.embedder.embedder.embed_query(query), self.config.query_timeout)
+            if len(result.embeddings) != 1:
+                raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for one query')
+            vector = vector_bytes(result.embeddings[0])
+        except TimeoutError:
+            self._warn(
+                'query-timeout',
+                f'ToolProxy query embedding with {self.embedder.describe()} took longer than '
+                f'{self.config.query_timeout:g} s; searching by keywords alone until it answers in time.',
+            )
+            return None, 'query-timeout'
+        except Exception as e:
+            self._warn(
+                'query-error',
+                f'ToolProxy query embedding with {self.embedder.describe()} failed ({e!r}); searching by keywords '
+                'alone until it works.',
+            )
+            return None, 'embedder-error'
+        self._ok('query-timeout')
+        self._ok('query-error')
+        self._queries[query] = vector
+        if len(self._queries) > QUERY_CACHE_SIZE:
+            self._queries.popitem(last=False)
+        return vector, None
+
+    def dimension_mismatch(self, dimensions: int) -> None:
+        """Log (once) that a query vector has `dimensions` while the tools' have `self.dimensions`."""
+        self._warn(
+            'dimensions',
+            f'ToolProxy query vectors of {self.embedder.describe()} have {dimensions} dimensions, the tool vectors '
+            f'{self.dimensions}; searching by keywords alone. Clear the embedding cache of this model.',
+        )
+
+    def cached_query_vector(self, query: str) -> bytes | None:
+        """The query's vector if a recent search embedded it (no embedder call), else None."""
+        return self._queries.get(query)
+
+
+def surface_texts(capability: ProxySurface, tools: Mapping[str, ToolsetTool[Any]]) -> dict[bytes, str]:
+    """The embedding texts of `capability`'s grouped tools among `tools` (a step's prepared tools), by text hash:
+    what `embed_surface` embeds, and what `toolproxy inspect` looks up in the store."""
+    from ._directory import index_record
+
+    descriptions = {name: group.description for name, group in capability.groups.items()}
+    texts: dict[bytes, str] = {}
+    for name, tool in capability.directory_of(tools).tools.items():
+        group: str = tool.toolset.group  # type: ignore[attr-defined]
+        _, _, local, description, _ = index_record(name, group, tool.tool_def.description, None)
+        text = embedding_text(group, local, description, descriptions.get(group, ''))
+        texts.setdefault(text_hash(text), text)
+    return texts
+
+
+async def embed_surface(
+    capability: ProxySurface,
+    tools: Mapping[str, ToolsetTool[Any]],
+    progress: Callable[[int, int], None] | None = None,
+) -> EmbedCounts:
+    """Embed every grouped tool of `capability`'s surface among `tools` (a step's prepared tools, e.g. from a
+    probe run) now: what the store already holds is counted as cached, the rest goes to the embedder and into
+    the store. `progress(done, total)` is called after the store lookup and after each batch.
+
+    An embedder error stops the pass: the texts left count as `failed` and `error` says why (the vectors of the
+    batches before it are kept and stored).
+
+    Raises:
+        ValueError: the capability's config has no embedder.
+    """
+    vectors = capability.tool_vectors
+    if vectors is None:
+        raise ValueError('ToolProxyConfig.embedder is None: there is nothing to embed with.')
+    started = time.perf_counter()
+    texts = surface_texts(capability, tools)
+    counts = EmbedCounts(tools=len(texts))
+    known = {fp: vectors.memory[fp] for fp in texts if fp in vectors.memory}
+    missing = [fp for fp in texts if fp not in known]
+    known.update(await vectors._store_get(missing))
+    if known:
+        with vectors.lock:
+            vectors.apply(known)
+    counts.cached = len(known)
+    done = len(known)
+    if progress is not None:
+        progress(done, len(texts))
+
+    def step(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress(done, len(texts))
+
+    todo = {fp: text for fp, text in texts.items() if fp not in known}
+    try:
+        await vectors.embed_texts(todo, counts, step)
+    except Exception as e:
+        counts.error = repr(e)[:500]
+    counts.failed = len(texts) - counts.cached - counts.embedded
+    counts.seconds = time.perf_counter() - started
+    return counts

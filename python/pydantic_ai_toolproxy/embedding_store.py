@@ -1,0 +1,471 @@
+"""Where tool vectors are kept between runs: the `EmbeddingStore` interface and its two implementations.
+
+Embedding a tool collection costs an embedder call per tool; a store keeps each vector so that a restart, a
+second worker process or the `toolproxy` CLI does not pay for it again. A vector is keyed by the embedder
+(`model`: the embedder identity, `:` and the dimensions, e.g. `'openai:text-embedding-3-small:1536'`) and by
+the hash of the text it embeds (`hash`: 16 bytes of BLAKE2b over the text's UTF-8); the value is the vector as
+little-endian float32 bytes (`4 * dimensions` bytes). A store never sees a tool's text, only its hash.
+
+- `EmbeddingStore`: the interface (two methods). Implement it to share vectors through a database of your own
+  (a fleet of workers, a Redis, a table in your Postgres).
+- `SQLiteEmbeddingStore(path)`: the embedded default, one SQLite file (standard-library `sqlite3`, WAL), safe for
+  several processes at once. A file that is corrupt, locked, read-only or of another format makes the store keep
+  vectors in memory instead, with one warning on the `pydantic_ai_toolproxy` logger; it never fails a run.
+- `MemoryEmbeddingStore()`: vectors in this process only (what "no cache" means).
+- `default_embedding_cache_path()`: `$TOOLPROXY_EMBEDDING_CACHE`, else
+  `$XDG_CACHE_HOME/pydantic-ai-toolproxy/embeddings.sqlite3` (`~/.cache/...` when `XDG_CACHE_HOME` is unset).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+__all__ = (
+    'CACHE_ENV',
+    'FORMAT_VERSION',
+    'EmbeddingStore',
+    'MemoryEmbeddingStore',
+    'SQLiteEmbeddingStore',
+    'default_embedding_cache_path',
+)
+
+logger = logging.getLogger('pydantic_ai_toolproxy')
+
+CACHE_ENV = 'TOOLPROXY_EMBEDDING_CACHE'
+"""The environment variable naming the default cache file; the value `off` turns the default cache off."""
+FORMAT_VERSION = 1
+"""The cache file's format (SQLite `user_version`); a file of another format is left alone and not used."""
+APPLICATION_ID = 0x54505843
+"""SQLite `application_id` of a cache file ('TPXC'): a SQLite file of another application is not used."""
+MAX_HASH_BYTES = 64
+"""The longest hash a store accepts (BLAKE2b's longest digest); the hashes used are 16 bytes."""
+PAGE_SIZE = 32_768
+"""SQLite page size of a new cache file, in bytes: 21 vectors of 384 dimensions or 5 of 1,536 fill a page (about 94%
+of it, against 75-80% with SQLite's default 4,096), which makes the file about a fifth smaller and loads faster."""
+_CHUNK = 500
+"""Hashes looked up per `IN (...)` query (under SQLite's oldest limit of 999 bound parameters)."""
+
+_SCHEMA = (
+    'CREATE TABLE IF NOT EXISTS models (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)',
+    'CREATE TABLE IF NOT EXISTS vectors ('
+    'model INTEGER NOT NULL REFERENCES models (id), hash BLOB NOT NULL, vector BLOB NOT NULL, '
+    'PRIMARY KEY (model, hash))',
+)
+
+
+@runtime_checkable
+class EmbeddingStore(Protocol):
+    """Vectors by `(model, text hash)`: what the embedding pipeline reads before it embeds and writes after.
+
+    Both methods are synchronous and may be called from any thread (the pipeline calls them through
+    `asyncio.to_thread` for big batches), and from several processes at once when the store is shared. They
+    should not raise for a store that is unavailable: return what is known (possibly nothing) and keep going,
+    so a broken cache costs embedder calls, never a run. An exception a method does raise is logged by the
+    pipeline and the store is then treated as empty for that batch.
+
+    Keys and values:
+        model: The embedder identity, `:` and the vector's dimensions (`'sentence-transformers:all-MiniLM-L6-v2:384'`).
+            Vectors of different models never mix: a lookup only returns vectors stored under the same `model`.
+        hash: The text's hash, `hashlib.blake2b(text.encode(), digest_size=16).digest()` (16 bytes).
+        vector: Little-endian float32, `4 * dimensions` bytes (`array('f', values).tobytes()` on a little-endian
+            machine), returned exactly as stored.
+    """
+
+    def get_many(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored vectors of `hashes` under `model`: `{hash: vector}`, omitting hashes that have none."""
+        ...
+
+    def put_many(self, model: str, items: Mapping[bytes, bytes]) -> None:
+        """Store `{hash: vector}` under `model`, replacing a vector already stored for the same hash."""
+        ...
+
+
+class MemoryEmbeddingStore:
+    """An `EmbeddingStore` in this process's memory: vectors live as long as the object (no file, no sharing).
+
+    Thread-safe. It is what `embedding_cache=None` uses, and what `SQLiteEmbeddingStore` falls back to.
+
+    ```python
+    from pydantic_ai_toolproxy import EmbeddingStore, MemoryEmbeddingStore
+
+    store = MemoryEmbeddingStore()
+    store.put_many('test:model:2', {b'h' * 16: bytes(8)})
+    assert store.get_many('test:model:2', [b'h' * 16, b'x' * 16]) == {b'h' * 16: bytes(8)}
+    assert store.get_many('other:model:2', [b'h' * 16]) == {}
+    assert isinstance(store, EmbeddingStore)
+    ```
+    """
+
+    def __init__(self) -> None:
+        self._vectors: dict[str, dict[bytes, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def get_many(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored vectors of `hashes` under `model` (hashes without one are omitted).
+
+        Raises:
+            ValueError: a `model` that is not a non-empty str, or a hash that is not 1-64 bytes.
+        """
+        _check_model(model)
+        _check_hashes(hashes)
+        with self._lock:
+            known = self._vectors.get(model)
+            if not known:
+                return {}
+            return {h: known[h] for h in hashes if h in known}
+
+    def put_many(self, model: str, items: Mapping[bytes, bytes]) -> None:
+        """Store `{hash: vector}` under `model`.
+
+        Raises:
+            ValueError: a bad `model` or hash (see `get_many`), or a vector that is not a non-empty `bytes` whose
+                length is a multiple of 4.
+        """
+        _check_model(model)
+        _check_items(items)
+        with self._lock:
+            self._vectors.setdefault(model, {}).update(items)
+
+    def count(self, model: str | None = None) -> int:
+        """The number of vectors held under `model`, or over all models."""
+        with self._lock:
+            if model is not None:
+                return len(self._vectors.get(model, {}))
+            return sum(len(v) for v in self._vectors.values())
+
+
+class SQLiteEmbeddingStore:
+    """An `EmbeddingStore` in one SQLite file, shared by every process that opens the same path.
+
+    The file holds one table of `(model, hash, vector)` rows (and the model names); no tool text is ever written.
+    It is opened on first use (not at construction), in WAL mode with `synchronous=NORMAL`, so readers never
+    wait for a writer and writers wait for each other up to `timeout` seconds; each `put_many` is one
+    transaction. The directory is created when missing. The object is thread-safe, and after `os.fork` the child
+    opens its own connection.
+
+    Faults never fail a run: when the file cannot be used (not a SQLite database or damaged, locked past
+    `timeout`, read-only file or directory, a SQLite file of another application, a cache of another
+    `FORMAT_VERSION`), the store logs one warning on the `pydantic_ai_toolproxy` logger naming the path and the
+    reason, and from then on keeps vectors in memory (a `MemoryEmbeddingStore`) for the rest of its life. The
+    file itself is never deleted or rewritten by a fallback; fix or remove it and the next process uses it again.
+
+    ```python
+    import tempfile
+    from pathlib import Path
+
+    from pydantic_ai_toolproxy import SQLiteEmbeddingStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / 'embeddings.sqlite3'
+        with SQLiteEmbeddingStore(path) as store:
+            store.put_many('test:model:2', {b'h' * 16: bytes(8)})
+        with SQLiteEmbeddingStore(path) as again:  # another process would see the same
+            assert again.get_many('test:model:2', [b'h' * 16]) == {b'h' * 16: bytes(8)}
+            assert not again.fell_back
+    ```
+
+    Args:
+        path: The cache file (`str` or path-like); `default_embedding_cache_path()` is the documented default.
+        timeout: Seconds to wait for another process's lock (SQLite's busy timeout) before falling back, > 0.
+
+    Raises:
+        ValueError: at construction, an empty path or a `timeout` that is not a positive number.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
+        raw = os.fspath(path)
+        if not isinstance(raw, str) or not raw:
+            raise ValueError(f'SQLiteEmbeddingStore path must be a non-empty str or path, got {path!r}')
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+            raise ValueError(f'SQLiteEmbeddingStore timeout must be a positive number of seconds, got {timeout!r}')
+        self.path = Path(raw)
+        self.timeout = float(timeout)
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = os.getpid()
+        self._models: dict[str, int] = {}
+        self._fallback: MemoryEmbeddingStore | None = None
+        self._fault: str | None = None
+        self._inherited: list[sqlite3.Connection] = []
+
+    def __repr__(self) -> str:
+        state = f', fell back: {self._fault}' if self._fault else ''
+        return f'SQLiteEmbeddingStore({str(self.path)!r}{state})'
+
+    @property
+    def fell_back(self) -> bool:
+        """True once a fault made this store keep vectors in memory (see `fault`)."""
+        return self._fallback is not None
+
+    @property
+    def fault(self) -> str | None:
+        """Why the store fell back to memory (`'database is locked'`, ...), or None while the file is in use."""
+        return self._fault
+
+    def get_many(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+        """The stored vectors of `hashes` under `model` (hashes without one are omitted).
+
+        Reads see every transaction committed before they start, by any process. After a fault, the answer comes
+        from memory (the vectors this object stored since).
+
+        Raises:
+            ValueError: a `model` that is not a non-empty str, or a hash that is not 1-64 bytes (caller errors;
+                file faults never raise).
+        """
+        _check_model(model)
+        _check_hashes(hashes)
+        if not hashes:
+            return {}
+        with self._lock:
+            if self._fallback is None:
+                try:
+                    return self._read(model, hashes)
+                except (sqlite3.Error, OSError) as error:
+                    self._fall_back(error)
+            assert self._fallback is not None
+            return self._fallback.get_many(model, hashes)
+
+    def put_many(self, model: str, items: Mapping[bytes, bytes]) -> None:
+        """Store `{hash: vector}` under `model` in one transaction (all or nothing), replacing existing vectors.
+
+        Raises:
+            ValueError: a bad `model` or hash (see `get_many`), or a vector that is not a non-empty `bytes` whose
+                length is a multiple of 4 (caller errors; file faults never raise).
+        """
+        _check_model(model)
+        _check_items(items)
+        if not items:
+            return
+        with self._lock:
+            if self._fallback is None:
+                try:
+                    self._write(model, items)
+                    return
+                except (sqlite3.Error, OSError) as error:
+                    self._fall_back(error)
+            assert self._fallback is not None
+            self._fallback.put_many(model, items)
+
+    def count(self, model: str | None = None) -> int:
+        """The number of vectors stored (under `model`, or over all models); after a fault, the number in memory."""
+        with self._lock:
+            if self._fallback is None:
+                try:
+                    conn = self._connection()
+                    if model is None:
+                        row = conn.execute('SELECT count(*) FROM vectors').fetchone()
+                    else:
+                        row = conn.execute(
+                            'SELECT count(*) FROM vectors JOIN models ON models.id = vectors.model WHERE models.name = ?',
+                            (model,),
+                        ).fetchone()
+                    return int(row[0])
+                except (sqlite3.Error, OSError) as error:
+                    self._fall_back(error)
+            assert self._fallback is not None
+            return self._fallback.count(model)
+
+    def close(self) -> None:
+        """Close the file (idempotent). A later call opens it again."""
+        with self._lock:
+            if self._conn is not None:
+                conn, self._conn = self._conn, None
+                self._models.clear()
+                with suppress(sqlite3.Error):  # closing a connection that failed mid-way
+                    conn.close()
+
+    def __enter__(self) -> SQLiteEmbeddingStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._pid != os.getpid():  # a forked child: never use the parent's connection (SQLite forbids it)
+            if self._conn is not None:
+                self._inherited.append(self._conn)  # kept referenced, never closed from the child
+            self._conn, self._pid = None, os.getpid()
+            self._models.clear()
+        if self._conn is None:
+            self._conn = self._open()
+        return self._conn
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(self.path.parent, os.W_OK):  # WAL keeps -wal and -shm files beside the cache
+            raise PermissionError(f'the directory {self.path.parent} is read-only')
+        if self.path.exists() and not os.access(self.path, os.W_OK):
+            raise PermissionError('the file is read-only')
+        conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f'PRAGMA page_size={PAGE_SIZE}')  # takes effect on a new file only
+            with _read_transaction(conn):  # before anything writes: a file that is not ours stays untouched
+                ready = _is_cache(conn)
+            if conn.execute('PRAGMA journal_mode=WAL').fetchone()[0].lower() != 'wal':
+                raise sqlite3.OperationalError('cannot use WAL mode')
+            conn.execute('PRAGMA synchronous=NORMAL')
+            if not ready:
+                with _transaction(conn):  # another process may have created it meanwhile: look again, locked
+                    if not _is_cache(conn):
+                        conn.execute(f'PRAGMA application_id={APPLICATION_ID}')
+                        conn.execute(f'PRAGMA user_version={FORMAT_VERSION}')
+                        for statement in _SCHEMA:
+                            conn.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _model_id(self, conn: sqlite3.Connection, model: str, *, create: bool) -> int | None:
+        known = self._models.get(model)
+        if known is not None:
+            return known
+        row = conn.execute('SELECT id FROM models WHERE name = ?', (model,)).fetchone()
+        if row is None:
+            if not create:
+                return None
+            conn.execute('INSERT OR IGNORE INTO models (name) VALUES (?)', (model,))
+            row = conn.execute('SELECT id FROM models WHERE name = ?', (model,)).fetchone()
+        self._models[model] = int(row[0])
+        return self._models[model]
+
+    def _read(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+        conn = self._connection()
+        found: dict[bytes, bytes] = {}
+        with _read_transaction(conn):  # one snapshot for every chunk
+            model_id = self._model_id(conn, model, create=False)
+            if model_id is None:
+                return found
+            unique = list(dict.fromkeys(hashes))
+            for start in range(0, len(unique), _CHUNK):
+                chunk = unique[start : start + _CHUNK]
+                marks = ','.join('?' * len(chunk))
+                rows = conn.execute(
+                    f'SELECT hash, vector FROM vectors WHERE model = ? AND hash IN ({marks})', (model_id, *chunk)
+                )
+                found.update(rows)
+        return found
+
+    def _write(self, model: str, items: Mapping[bytes, bytes]) -> None:
+        conn = self._connection()
+        try:
+            with _transaction(conn):
+                model_id = self._model_id(conn, model, create=True)
+                conn.executemany(
+                    'INSERT OR REPLACE INTO vectors (model, hash, vector) VALUES (?, ?, ?)',
+                    ((model_id, h, v) for h, v in items.items()),
+                )
+        except BaseException:
+            self._models.pop(model, None)  # a model row created in the rolled-back transaction is gone
+            raise
+
+    def _fall_back(self, error: BaseException) -> None:
+        reason = str(error) or type(error).__name__
+        self._fault = reason
+        self._fallback = MemoryEmbeddingStore()
+        logger.warning(
+            'embedding cache %s cannot be used (%s): tool vectors are kept in memory for this process',
+            self.path,
+            reason,
+        )
+        self.close()
+
+
+class _NotUsable(sqlite3.DatabaseError):
+    """A readable SQLite file that is not a cache this version may use (another application or format)."""
+
+
+def _is_cache(conn: sqlite3.Connection) -> bool:
+    """True for a cache of this format, False for an empty database (to be created).
+
+    Raises:
+        _NotUsable: a SQLite file of another application, or a cache of another `FORMAT_VERSION`.
+    """
+    application_id = conn.execute('PRAGMA application_id').fetchone()[0]
+    version = conn.execute('PRAGMA user_version').fetchone()[0]
+    tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    if application_id == 0 and version == 0 and tables == 0:
+        return False
+    if application_id != APPLICATION_ID:
+        raise _NotUsable('a SQLite file of another application, not a toolproxy embedding cache')
+    if version != FORMAT_VERSION:
+        raise _NotUsable(f'cache format {version}, this version reads format {FORMAT_VERSION}')
+    return True
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute('BEGIN IMMEDIATE')
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute('ROLLBACK')
+        raise
+    conn.execute('COMMIT')
+
+
+@contextmanager
+def _read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
+    conn.execute('BEGIN')
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute('COMMIT')
+
+
+def default_embedding_cache_path() -> Path | None:
+    """The default cache file: `$TOOLPROXY_EMBEDDING_CACHE` when set (`off` turns the default cache off: None),
+    else `$XDG_CACHE_HOME/pydantic-ai-toolproxy/embeddings.sqlite3`, with `~/.cache` when `XDG_CACHE_HOME` is
+    unset or not an absolute path (the XDG rule). Read at each call, not at import.
+
+    ```python
+    import os
+
+    from pydantic_ai_toolproxy import default_embedding_cache_path
+
+    os.environ['TOOLPROXY_EMBEDDING_CACHE'] = '/srv/cache/vectors.sqlite3'
+    assert str(default_embedding_cache_path()) == '/srv/cache/vectors.sqlite3'
+    os.environ['TOOLPROXY_EMBEDDING_CACHE'] = 'off'
+    assert default_embedding_cache_path() is None
+    del os.environ['TOOLPROXY_EMBEDDING_CACHE']
+    assert default_embedding_cache_path().name == 'embeddings.sqlite3'
+    ```
+    """
+    chosen = os.environ.get(CACHE_ENV, '')
+    if chosen.strip().lower() == 'off':
+        return None
+    if chosen:
+        return Path(chosen).expanduser()
+    xdg = os.environ.get('XDG_CACHE_HOME', '')
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / '.cache'
+    return base / 'pydantic-ai-toolproxy' / 'embeddings.sqlite3'
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, str) or not model:
+        raise ValueError(f'an embedding store model must be a non-empty str, got {model!r}')
+
+
+def _check_hashes(hashes: Sequence[bytes]) -> None:
+    for h in hashes:
+        if not isinstance(h, bytes) or not 0 < len(h) <= MAX_HASH_BYTES:
+            raise ValueError(f'an embedding store hash must be 1-{MAX_HASH_BYTES} bytes, got {h!r}')
+
+
+def _check_items(items: Mapping[bytes, bytes]) -> None:
+    _check_hashes(list(items))
+    for vector in items.values():
+        if not isinstance(vector, bytes) or not vector or len(vector) % 4:
+            raise ValueError(
+                f'an embedding store vector must be non-empty little-endian float32 bytes (a multiple of 4), '
+                f'got {type(vector).__name__} of {len(vector) if isinstance(vector, bytes) else "?"} bytes'
+            )
