@@ -196,3 +196,34 @@ async def test_an_uninstrumented_run_annotates_no_host_span() -> None:
     spans: list[ReadableSpan] = list(exporter.get_finished_spans())
     assert [s.name for s in spans] == ['host request']
     assert not [k for k in (spans[0].attributes or {}) if k.startswith('toolproxy.')]
+
+
+async def test_a_hybrid_search_records_its_ranking() -> None:
+    from embedding_fixtures import BagOfWordsModel
+
+    from pydantic_ai_toolproxy import ToolProxyConfig
+
+    def hybrid_agent(model: BagOfWordsModel) -> tuple[Agent[Any, str], InMemorySpanExporter]:
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        config = ToolProxyConfig(embedder=model, embedding_cache=None)
+        capability = ToolProxyCapability(
+            groups={'crm': ToolProxyGroup(source=crm_toolset(), description='Customer records.')}, config=config
+        )
+        script = Script([[(SEARCH, {'query': QUERY})]])
+        instrumentation = Instrumentation(settings=InstrumentationSettings(tracer_provider=provider))
+        return Agent(script.model, capabilities=[capability, instrumentation]), exporter
+
+    agent, exporter = hybrid_agent(BagOfWordsModel(dimensions=64))
+    await agent.run('go')
+    [attributes] = control_spans(exporter).values()
+    assert facts(attributes)['toolproxy.search.ranking'] == 'hybrid'
+    assert facts(attributes)['toolproxy.search.tools_with_vectors'] == 3
+    assert 'toolproxy.search.ranking_reason' not in facts(attributes)
+
+    agent, exporter = hybrid_agent(BagOfWordsModel(dimensions=64, query_fail=ConnectionError('down')))
+    await agent.run('go')
+    [attributes] = control_spans(exporter).values()
+    assert facts(attributes)['toolproxy.search.ranking'] == 'keyword'
+    assert facts(attributes)['toolproxy.search.ranking_reason'] == 'embedder-error'

@@ -250,3 +250,52 @@ def test_bfcl_quality_through_tool_search_beats_the_keywords_strategy() -> None:
     keywords = scores(first_ranks(keywords_search_fn, tools, questions))
     assert ours.recall_5 >= 0.85 and ours.mrr_10 >= 0.72, ours
     assert ours.recall_5 >= keywords.recall_5 + 0.3, (ours, keywords)
+
+
+UMBRELLA = 'umbrella needed tomorrow'
+SYNONYMS = {'umbrella': 'weather', 'rain': 'weather'}
+
+
+async def test_with_an_embedder_the_strategy_ranks_hybrid() -> None:
+    from embedding_fixtures import BagOfWordsModel, DictStore
+
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
+    store = DictStore()
+    strategy = search_strategy(embedder=model, embedding_cache=store)
+    keyword = search_strategy()
+    script = Script([[('search_tools', {'queries': [UMBRELLA]})], [('search_tools', {'queries': [UMBRELLA, 'email']})]])
+    found = await run_searches(agent_with(strategy, WEATHER, script))
+    assert found[0][0] in {'get_weather', 'weather_alerts', 'forecast'}  # no tool says umbrella: meaning found it
+    assert strategy.rankings == [('hybrid', None), ('hybrid', None)]
+    assert found[1][0] == 'email'  # an exact name still comes first in hybrid ranking
+    [empty] = await run_searches(agent_with(keyword, WEATHER, Script([[('search_tools', {'queries': [UMBRELLA]})]])))
+    assert empty == []  # keywords alone find nothing for it
+    assert keyword.rankings == [('keyword', None)]
+
+    # each tool text is embedded once, across calls and runs; a changed tool alone is embedded again
+    documents = model.documents()
+    assert sorted(documents) == sorted(set(documents)) and len(documents) == len(WEATHER)
+    assert store.writes >= 1
+    changed = deferred('send_email', 'Send a message through the mail server to a recipient.')
+    tools = [t for t in WEATHER if t.name != 'send_email'] + [changed]
+    await run_searches(agent_with(strategy, tools, Script([[('search_tools', {'queries': [UMBRELLA]})]])))
+    assert model.documents()[len(WEATHER) :] == ['send email: Send a message through the mail server to a recipient.']
+    assert strategy.builds == 2
+
+
+async def test_a_failing_query_embedder_falls_back_to_keywords() -> None:
+    from embedding_fixtures import BagOfWordsModel
+
+    model = BagOfWordsModel(dimensions=64, synonyms=SYNONYMS, query_fail=ConnectionError('embedder down'))
+    strategy = search_strategy(embedder=model, embedding_cache=None)
+    script = Script([[('search_tools', {'queries': ['weather alerts', UMBRELLA]})]])
+    [found] = await run_searches(agent_with(strategy, WEATHER, script))
+    assert found[0] == 'weather_alerts'
+    assert strategy.rankings == [('keyword', 'embedder-error'), ('keyword', 'embedder-error')]
+
+
+def test_hybrid_settings_are_checked_as_the_config_checks_them() -> None:
+    with pytest.raises(ValueError, match='semantic_weight'):
+        search_strategy(embedder='openai:text-embedding-3-small', semantic_weight=2.0, embedding_cache=None)
+    with pytest.raises(ValueError, match='embedder'):
+        search_strategy(embedder='test')

@@ -27,7 +27,7 @@ from ._call import run_call
 from ._instructions import call_description, group_summary, search_description
 from ._interop import CONTROLS_POLICY, ControlsPolicy, interop_for
 from ._runtime import ProxyRuntime
-from ._search import run_search
+from ._search import search_page
 from ._spans import called, searched
 from .config import ToolProxyConfig
 
@@ -194,7 +194,7 @@ class ControlToolset(FunctionToolset[Any]):
             ] = 0,
         ) -> dict[str, Any]:
             """Find grouped tools by keywords and return their current schemas."""
-            return await searched(ctx, runtime, query, group, limit, offset, run_search)
+            return await searched(ctx, runtime, query, group, limit, offset, search_page)
 
         async def call(
             ctx: RunContext[Any],

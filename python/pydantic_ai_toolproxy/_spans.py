@@ -3,7 +3,7 @@
 With Pydantic AI's instrumentation on (the `Instrumentation` capability, `Agent.instrument_all()`, or Logfire), each
 tool call runs inside its own span; Pydantic AI's documented way for another capability to annotate it is
 `opentelemetry.trace.get_current_span().set_attribute(...)`. The controls call `searched` and `called` (from
-`_controls.py`), which run `run_search` / `run_call` and set the attributes below on the control's span. Without
+`_controls.py`), which run `search_page` / `run_call` and set the attributes below on the control's span. Without
 instrumentation (or when the current span is not the control's own) nothing is computed.
 
 Content follows Pydantic AI's `include_content` (`ctx.trace_include_content`): without it no query text, no
@@ -14,7 +14,7 @@ reason codes always are. Arguments are never recorded here (Pydantic AI records 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import NoOpTracer, Span
@@ -26,14 +26,15 @@ from . import _core
 from ._call import normalize_arguments
 from ._messages import ProxyFailed
 from ._runtime import ProxyRuntime
+from ._search import Ranking
 
-__all__ = ('ATTRIBUTES', 'Ranking', 'called', 'control_span', 'note_ranking', 'searched')
-
-Ranking = Literal['keyword', 'hybrid']
+__all__ = ('ATTRIBUTES', 'called', 'control_span', 'searched')
 
 ATTRIBUTES: dict[str, str] = {
     'toolproxy.control': '"search" or "call": which control the span is',
     'toolproxy.search.ranking': '"keyword" or "hybrid": the ranking the search used',
+    'toolproxy.search.ranking_reason': 'why a surface with an embedder ranked by keywords (absent otherwise)',
+    'toolproxy.search.tools_with_vectors': 'with an embedder: how many tools of the index had a vector',
     'toolproxy.search.query_bytes': "the query's length in UTF-8 bytes",
     'toolproxy.search.query': 'the query text (only with include_content)',
     'toolproxy.search.group': 'the group searched, when the search named one',
@@ -83,14 +84,6 @@ def control_span(ctx: RunContext[Any]) -> Span | None:
     return span
 
 
-def note_ranking(ctx: RunContext[Any], ranking: Ranking) -> None:
-    """Record the ranking a search used (`toolproxy.search.ranking`); the search control sets "keyword" before it
-    ranks, so only a search that ranks otherwise calls this."""
-    span = control_span(ctx)
-    if span is not None:
-        span.set_attribute('toolproxy.search.ranking', ranking)
-
-
 def _query_bytes(query: object) -> int | None:
     if not isinstance(query, str):
         return None
@@ -137,19 +130,19 @@ async def searched(
     group: Any,
     limit: Any,
     offset: Any,
-    run: Callable[..., Awaitable[dict[str, Any]]],
+    run: Callable[..., Awaitable[tuple[dict[str, Any], Ranking]]],
 ) -> dict[str, Any]:
-    """`await run(ctx, runtime, query, group, limit, offset)` (the search control's `run_search`), its facts set
-    on the control's span: the arguments' facts before it runs, the page's after, the refusal code when it raises.
+    """The page of `await run(ctx, runtime, query, group, limit, offset)` (the search control's `search_page`,
+    which returns the page and its `Ranking`), its facts set on the control's span: the arguments' facts before
+    it runs, the page's and the ranking's after, the refusal code when it raises.
 
     Raises:
         Whatever `run` raises, unchanged.
     """
     span = control_span(ctx)
     if span is None:
-        return await run(ctx, runtime, query, group, limit, offset)
+        return (await run(ctx, runtime, query, group, limit, offset))[0]
     span.set_attribute('toolproxy.control', 'search')
-    span.set_attribute('toolproxy.search.ranking', 'keyword')
     size = _query_bytes(query)
     if size is not None:
         span.set_attribute('toolproxy.search.query_bytes', size)
@@ -162,10 +155,15 @@ async def searched(
     if isinstance(limit, int):
         span.set_attribute('toolproxy.search.limit', limit)
     try:
-        page = await run(ctx, runtime, query, group, limit, offset)
+        page, ranking = await run(ctx, runtime, query, group, limit, offset)
     except Exception as e:
         _refused(span, ctx, _search_refusal(runtime, ctx, e, query, group, limit, offset), e)
         raise
+    span.set_attribute('toolproxy.search.ranking', ranking.kind)
+    if ranking.reason is not None:
+        span.set_attribute('toolproxy.search.ranking_reason', ranking.reason)
+    if ranking.tools:
+        span.set_attribute('toolproxy.search.tools_with_vectors', ranking.tools_with_vectors)
     tools = page['tools']
     span.set_attribute('toolproxy.search.total', page['total'])
     span.set_attribute('toolproxy.search.page.groups', [entry['group'] for entry in tools])

@@ -3,19 +3,30 @@
 `ToolSearch(strategy=search_strategy())` keeps Pydantic AI's discovery flow (its `search_tools` control, or the
 provider's client-executed native surface, which keeps the prompt cache) and swaps the ranking: the strategy ranks
 the deferred tools with the Rust core's index (BM25F over name, description and parameter text; exact names
-first), kept across calls and runs and updated by each tool's fingerprint, never rebuilt per call.
+first), kept across calls and runs and updated by each tool's fingerprint, never rebuilt per call. Given an
+embedder, it ranks hybrid (docs/hybrid-search.md): the tools' vectors come from the same pipeline as
+`ToolProxyConfig(embedder=...)`'s (`_vectors.ToolVectors`: batches, the embedding cache, background filling), kept
+with the index.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from . import _core
 from ._directory import _same_schemas, _unchanged
+from .config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+    from ._vectors import ToolVectors
+    from .embedding_store import EmbeddingStore
 
 __all__ = ('GROUP', 'ToolProxySearchStrategy', 'search_strategy')
 
@@ -45,28 +56,47 @@ class ToolProxySearchStrategy:
     rank exactly the tools of their own call. One strategy per tool collection is fastest: two agents with
     different deferred tools sharing one strategy re-sync at every switch.
 
+    Without an embedder a call is synchronous (returns the names); with one it returns an awaitable (`ToolSearch`
+    awaits it): it embeds the tools it has no vector for (waiting up to `embedding_wait` seconds; the rest rank
+    by keywords until their vectors arrive) and each query (up to `query_timeout` seconds), then ranks hybrid.
+
     Attributes:
         max_results: Most names one call returns, 1-100 (`_core.MAX_RESULTS_LIMIT`). `ToolSearch` keeps at most
             its own `max_results` (default 10) of them, so set both alike.
+        config: The hybrid settings (a `ToolProxyConfig` holding the embedder), or None for keyword ranking.
         builds: How many calls changed the index (the first call, and each call whose tools changed since the
             last): for tests and benchmarks.
         upserted: How many tool records those calls (re-)indexed in all.
+        rankings: Per query of the latest call, `(kind, reason)`: `('hybrid', None)`, or `('keyword', reason)`
+            with reason None (no embedder) or why not hybrid (`query-timeout`, `embedder-error`, `no-vectors`,
+            `dimensions`).
     """
 
-    def __init__(self, max_results: int) -> None:
+    def __init__(self, max_results: int, config: ToolProxyConfig | None = None) -> None:
         self.max_results = max_results
+        self.config = config
         self.builds = 0
         self.upserted = 0
+        self.rankings: list[tuple[str, str | None]] = []
         self._index = _core.SearchIndex()
         self._lock = threading.Lock()
         self._synced: dict[str, tuple[str, object, object]] = {}
         self._lists: tuple[list[str], list[object], list[object]] = ([], [], [])
+        self._vectors: ToolVectors | None = None
+        if config is not None and config.embedder is not None:
+            from ._vectors import ToolVectors, open_store
+
+            self._vectors = ToolVectors(config, {}, self._lock, lambda: open_store(config))
 
     def __repr__(self) -> str:
-        return f'search_strategy(max_results={self.max_results})'
+        hybrid = f', embedder={self.config.embedder!r}' if self.config is not None else ''
+        return f'search_strategy(max_results={self.max_results}{hybrid})'
 
-    def __call__(self, ctx: RunContext[Any], queries: Sequence[str], tools: Sequence[ToolDefinition]) -> list[str]:
-        """The names of `tools` that best match `queries`, best first, at most `max_results`.
+    def __call__(
+        self, ctx: RunContext[Any], queries: Sequence[str], tools: Sequence[ToolDefinition]
+    ) -> list[str] | Awaitable[list[str]]:
+        """The names of `tools` that best match `queries`, best first, at most `max_results` (an awaitable of
+        them when the strategy has an embedder).
 
         Each query is ranked on its own; a name that is a query's exact tool name (as the core folds names: case,
         fullwidth forms) comes first, then the queries' results interleave rank by rank (every query's best, then
@@ -80,16 +110,50 @@ class ToolProxySearchStrategy:
                 call rebuilds it.
         """
         texts = [_cut_query(q) for q in queries if isinstance(q, str) and q.strip()]
+        if self._vectors is None:
+            return self._rank(ctx, texts, tools, None)
+        return self._hybrid(ctx, texts, tools, self._vectors)
+
+    async def _hybrid(
+        self, ctx: RunContext[Any], texts: list[str], tools: Sequence[ToolDefinition], vectors: ToolVectors
+    ) -> list[str]:
+        """Sync (which queues the tools without a vector), wait for tool vectors, embed the queries, then rank."""
+        assert self.config is not None
+        with self._lock:
+            try:
+                self._sync(tools)
+            except RuntimeError:
+                self._reset()
+                raise
+        await vectors.wait_for_tools(self.config.embedding_wait)
+        query_vectors = [await vectors.query_vector(text) for text in texts]
+        return self._rank(ctx, texts, tools, query_vectors)
+
+    def _rank(
+        self,
+        ctx: RunContext[Any],
+        texts: list[str],
+        tools: Sequence[ToolDefinition],
+        query_vectors: list[tuple[bytes | None, str | None]] | None,
+    ) -> list[str]:
         discovered = getattr(ctx, 'discovered_tool_names', None) or frozenset()
         limit = self.max_results
         fetch = limit + len(discovered)  # room for fresh tools behind the discovered ones
         rankings: list[list[str]] = []
         exact: list[str] = []
+        kinds: list[tuple[str, str | None]] = []
         with self._lock:
             try:
-                self._sync(tools)
-                for text in texts:
-                    total, keys = self._index.search(text, None, 0, fetch)
+                self._sync(tools)  # again: a concurrent call may have moved the index while this one awaited
+                for i, text in enumerate(texts):
+                    kind = self._ranking(query_vectors[i] if query_vectors is not None else None)
+                    kinds.append(kind)
+                    if kind[0] == 'hybrid':
+                        assert query_vectors is not None and self._vectors is not None
+                        vector = query_vectors[i][0]
+                        total, keys = self._index.search_hybrid(text, vector, None, 0, fetch, self._vectors.weight)
+                    else:
+                        total, keys = self._index.search(text, None, 0, fetch)
                     if not total:
                         continue
                     named = 0
@@ -105,9 +169,27 @@ class ToolProxySearchStrategy:
             except RuntimeError:
                 self._reset()
                 raise
+        self.rankings = kinds
         return _merged(exact, rankings, discovered, limit)
 
+    def _ranking(self, query_vector: tuple[bytes | None, str | None] | None) -> tuple[str, str | None]:
+        """`('hybrid', None)` when `query_vector` can rank with the tools' vectors, else `('keyword', why)`."""
+        vectors = self._vectors
+        if query_vector is None or vectors is None:
+            return ('keyword', None)
+        vector, reason = query_vector
+        if vector is None:
+            return ('keyword', reason)
+        if vectors.dimensions is None or not self._index.vector_count():
+            return ('keyword', 'no-vectors')
+        if len(vector) // 4 != vectors.dimensions:
+            vectors.dimension_mismatch(len(vector) // 4)
+            return ('keyword', 'dimensions')
+        return ('hybrid', None)
+
     def _reset(self) -> None:
+        if self._vectors is not None:
+            self._vectors.forget(self._index)
         self._index = _core.SearchIndex()
         self._synced = {}
         self._lists = ([], [], [])
@@ -137,6 +219,8 @@ class ToolProxySearchStrategy:
             self._index.remove(removed)
         if upserts:
             self._index.upsert(upserts)
+        if self._vectors is not None and (removed or upserts):
+            self._vectors.follow(self._index, upserts, removed)
         if removed or upserts:
             self.builds += 1
             self.upserted += len(upserts)
@@ -173,7 +257,15 @@ def _merged(
     return list(out)[:limit]
 
 
-def search_strategy(*, max_results: int = 10) -> ToolProxySearchStrategy:
+def search_strategy(
+    *,
+    max_results: int = 10,
+    embedder: Embedder | EmbeddingModel | str | None = None,
+    semantic_weight: float = ToolProxyConfig.semantic_weight,
+    embedding_cache: str | os.PathLike[str] | EmbeddingStore | DefaultEmbeddingCache | None = DEFAULT_EMBEDDING_CACHE,
+    embedding_wait: float = ToolProxyConfig.embedding_wait,
+    query_timeout: float = ToolProxyConfig.query_timeout,
+) -> ToolProxySearchStrategy:
     """A strategy for Pydantic AI's `ToolSearch` that ranks deferred tools with this package's core.
 
     ```python
@@ -194,9 +286,13 @@ def search_strategy(*, max_results: int = 10) -> ToolProxySearchStrategy:
     Args:
         max_results: Most names one search returns, 1-100; `ToolSearch` keeps at most its own `max_results`
             (default 10) of them, so pass the same value to both.
+        embedder: Opt-in hybrid ranking, as `ToolProxyConfig.embedder` (an `Embedder`, an `EmbeddingModel`, or a
+            model name such as `'openai:text-embedding-3-small'`); None ranks by keywords alone.
+        semantic_weight, embedding_cache, embedding_wait, query_timeout: As the `ToolProxyConfig` fields of the
+            same names (docs/hybrid-search.md); used only with an embedder.
 
     Raises:
-        ValueError: `max_results` not an int in 1..100.
+        ValueError: `max_results` not an int in 1..100, or a hybrid setting `ToolProxyConfig` refuses (naming it).
     """
     if isinstance(max_results, bool) or not isinstance(max_results, int):
         raise ValueError(f'search_strategy: max_results must be an int, got {max_results!r}')
@@ -204,4 +300,13 @@ def search_strategy(*, max_results: int = 10) -> ToolProxySearchStrategy:
         raise ValueError(
             f'search_strategy: max_results must be between 1 and {_core.MAX_RESULTS_LIMIT}, got {max_results}'
         )
-    return ToolProxySearchStrategy(max_results)
+    if embedder is None:
+        return ToolProxySearchStrategy(max_results)
+    config = ToolProxyConfig(
+        embedder=embedder,
+        semantic_weight=semantic_weight,
+        embedding_cache=embedding_cache,
+        embedding_wait=embedding_wait,
+        query_timeout=query_timeout,
+    )
+    return ToolProxySearchStrategy(max_results, config)
