@@ -11,6 +11,8 @@ natural-language BFCL questions:
   its directory and re-tokenizes every definition per search);
 - Pydantic AI's local tool-search fallback (`pydantic_ai.toolsets._tool_search.keywords_search_fn`);
 - bm25s (BM25 over name + description + parameter names);
+- interleaved tenants (`bench/tenants.py`): one proxy over a per-deps source (3,000 tools a tenant), concurrent runs
+  against the same runs one after another, with the index changes each made;
 - what a user pays per step with a real provider client (`bench/real_client.py`, issue 15): Pydantic AI's
   `OpenAIChatModel` (and `AnthropicModel` up to 10,000 tools) over real HTTP against the scripted loopback server
   of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy.
@@ -40,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / 'examples'))
 
 import real_client  # noqa: E402
+import tenants  # noqa: E402
 from agent_steps import capability_agents, own_work_per_step, request_bytes, search_call_times, step_times, toolsets  # noqa: E402
 from bfcl_tools import BfclFunction, load_bfcl_functions, load_bfcl_questions  # noqa: E402
 from loopback_llm import LoopbackServer  # noqa: E402
@@ -57,6 +60,8 @@ SOME = 10
 """Queries of each kind the pure-Python references run at 10,000 tools (medians settle; all 50 took a minute)."""
 PER_STEP = 5
 """Keyword queries and questions each searched as the only search of a step (a 100,000-tool step takes seconds)."""
+TENANT_TOOLS, TENANTS, TENANT_SEARCHES = 3_000, 4, 24
+"""Interleaved tenants (`bench/tenants.py`): tools a tenant, tenants, searches over all their runs."""
 ANTHROPIC_UP_TO = 10_000
 """Largest corpus the real-client table also measures with `AnthropicModel` (its direct steps take seconds beyond)."""
 
@@ -566,6 +571,22 @@ async def main() -> None:
             '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
             'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.'
         )
+    progress('measuring interleaved tenants')
+    tenant_times = await tenants.interleaved_tenants(
+        tenants.tenant_catalogues(corpus(TENANT_TOOLS * TENANTS, base), TENANTS, TENANT_TOOLS),
+        nl[:TENANT_SEARCHES],
+        TENANT_SEARCHES,
+        repeat,
+    )
+    print('\n## Interleaved tenants: one proxy, a catalogue per tenant (per-deps source), concurrent runs\n')
+    print(table(tenants.HEADERS, [tenants.row(TENANT_TOOLS, TENANTS, tenant_times)]))
+    print(
+        f'\nOne run per tenant, {TENANT_SEARCHES // TENANTS} steps of one search each (NL questions); wall time of all runs, '
+        'one after another vs concurrent (each step yields first, so their steps interleave), median of '
+        f'{repeat}, each from a fresh proxy: both pay one index build per tenant. Index changes: '
+        '`ToolProxyCapability.index_builds` (builds and incremental syncs); one per tenant means no search re-indexed. '
+        'Goal: interleaved within 1.2x of sequential.'
+    )
     print('\n## Tool-definition bytes per model request\n')
     print(table(['tools', 'through the proxy', 'every tool direct', 'proxy / direct'], bytes_rows))
     print()

@@ -434,3 +434,55 @@ async def test_a_schema_change_keeps_the_vector() -> None:
     assert 'units' in last['tools'][0]['parameters_json_schema']['properties']
     assert capability.index_builds >= 2  # the index saw the new schema
     assert len(model.documents()) == 1
+
+
+def tenant_proxy(embedder: Any) -> ToolProxyCapability[str]:
+    """One capability whose source lists per-deps catalogues (deps = the tenant's name), as in test_tenants.py."""
+    from pydantic_ai.toolsets._dynamic import DynamicToolset
+
+    def catalogue(tenant: str) -> FunctionToolset[str]:
+        tools: FunctionToolset[str] = FunctionToolset()
+        tools.add_function(lambda: tenant, name=f'{tenant}_outlook', description='Forecast for a city.')
+        tools.add_function(lambda: tenant, name=f'{tenant}_mailer', description='Send an email message.')
+        for i in range(3):
+            tools.add_function(lambda: tenant, name=f'{tenant}_op_{i}', description=f'Operate record {i}.')
+        return tools
+
+    catalogues = {t: catalogue(t) for t in ('acme', 'globex')}
+    source = DynamicToolset[str](toolset_func=lambda ctx: catalogues[ctx.deps], per_run_step=True)
+    return ToolProxyCapability(
+        groups={'account': ToolProxyGroup(source=source, description='The account tools')},
+        config=ToolProxyConfig(embedder=embedder, embedding_cache=None),
+    )
+
+
+@pytest.mark.parametrize('max_indexes', [8, 1])
+async def test_vectors_follow_every_tenant_index(max_indexes: int) -> None:
+    """Interleaved tenants each rank by meaning over their own tools: vectors follow every index slot; with one slot
+    (re-synced between tenants by differences) the vectors come back from memory, never from the embedder."""
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
+    capability = tenant_proxy(model)
+    capability._runtime.search_index.max_indexes = max_indexes
+
+    async def run(tenant: str) -> list[dict[str, Any]]:
+        turns = [[(SEARCH, {'query': UMBRELLA, 'limit': 3})], [(SEARCH, {'query': 'letter', 'limit': 3})]] * 2
+        script = Script(turns)
+
+        async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            await asyncio.sleep(0.01)  # interleave the tenants' steps
+            return script(messages, info)
+
+        agent = Agent(FunctionModel(respond), capabilities=[capability], deps_type=str)
+        result = await agent.run('go', deps=tenant)
+        return [page_of(p) for p in returns(result.all_messages())]
+
+    acme, globex = await asyncio.gather(run('acme'), run('globex'))
+    for tenant, got in (('acme', acme), ('globex', globex)):
+        assert [names(p)[0] for p in got] == [f'account.{tenant}_outlook', f'account.{tenant}_mailer'] * 2
+        assert all(n.startswith(f'account.{tenant}_') for p in got for n in names(p))
+    documents = model.documents()
+    assert len(documents) == len(set(documents)) == 10  # 5 tools per tenant, each embedded once
+    vectors = capability._runtime.vectors
+    assert vectors is not None
+    for slot in capability._runtime.search_index.slots:
+        assert vectors.coverage(slot.index) == (5, 5)

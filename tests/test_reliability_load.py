@@ -290,7 +290,7 @@ async def test_soak_changing_tool_set_memory_stays_flat_and_caches_bounded() -> 
         f'entries; index {len(cache.index)} records'
     )
     # Bounded caches: the index holds exactly the last step's members, the directory cache at most its size.
-    assert len(cache.index) == len(cache._synced) == SOAK_TOOLS
+    assert len(cache.index) == len(cache.current) == SOAK_TOOLS
     assert len(runtime.directories._entries) <= 4  # finished steps' entries are dropped at once
     assert directories <= 64 + 2
     # Flat memory after warm-up: growth below 32 MiB plus 1 KiB per step run since (a leak of one 10 KB schema

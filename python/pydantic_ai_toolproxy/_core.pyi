@@ -16,6 +16,7 @@ __all__ = [
     'CANONICAL_SEPARATOR',
     'GROUP_NAME_PATTERN',
     'MAX_DESCRIPTION_CHARS',
+    'MAX_FINGERPRINT_NODES',
     'MAX_QUERY_BYTES',
     'MAX_RESULTS_LIMIT',
     'MAX_SEARCH_BYTES',
@@ -24,6 +25,7 @@ __all__ = [
     '__version__',
     'canonical_name',
     'plan_page',
+    'schema_fingerprints',
     'split_canonical_name',
     'validate_config',
     'validate_group_description',
@@ -99,6 +101,27 @@ def split_canonical_name(name: str) -> tuple[str, str] | None:
 
     ``"a__b__c"`` gives ``("a", "b__c")``. Returns ``None`` when there is no separator or either
     side is empty.
+    """
+
+MAX_FINGERPRINT_NODES: int
+"""Most nodes ``schema_fingerprints`` reads of one value (100,000); a larger value fingerprints as 0."""
+
+def schema_fingerprints(values: list[object]) -> tuple[bytes, int]:
+    """Fingerprint JSON-like values by content: ``(fingerprints, unfingerprintable)``.
+
+    ``fingerprints`` holds ``8 * len(values)`` bytes, one little-endian 64-bit fingerprint per value, in order;
+    ``unfingerprintable`` counts those that are 0. A fingerprint hashes, in iteration order, every key and value of
+    exactly-typed ``dict`` (string keys), ``list``, ``tuple``, ``str``, ``int``, ``float``, ``bool`` and ``None``
+    down to the depth the index reads parameter schemas to (32 levels; deeper containers count as present only),
+    each container with its kind and length, so ``1`` and ``True``, ``0.0`` and ``-0.0``, a list and a tuple, and
+    two key orders all differ. Equal fingerprints mean equal indexed text, up to a 64-bit hash collision; a value
+    edited in place changes its fingerprint while staying the same object. Strings are hashed by Python's own
+    ``str`` hash (randomized per process: compare fingerprints only within one process).
+
+    A value is not fingerprinted (0) when it holds an object of any other type (subclasses included) or a
+    non-string key, or has more than ``MAX_FINGERPRINT_NODES`` nodes (a circular value is read to the depth limit
+    only, so it fingerprints unless that exceeds the node budget). Runs no Python code; never raises for any value.
+    About 0.1 µs a node while in cache (0.2-0.9 µs per BFCL-sized schema).
     """
 
 def plan_page(entry_sizes: list[int], total: int, offset: int, budget: int) -> tuple[int, int | None, int]:

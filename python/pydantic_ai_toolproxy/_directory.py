@@ -10,7 +10,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -18,9 +18,8 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from . import _core
 from ._members import GroupMemberToolset, SurfaceOwner
 from ._names import canonical_name, local_name
-from ._same import same_value
 
-__all__ = ('Directory', 'DirectoryCache', 'IndexRecord', 'Member', 'SearchIndexCache', 'index_record')
+__all__ = ('Directory', 'DirectoryCache', 'IndexRecord', 'Member', 'index_record')
 
 IndexRecord = tuple[str, str, str, str, object]
 """One record of `_core.SearchIndex.upsert`: `(canonical name, group, local name, description, parameters schema)`."""
@@ -88,6 +87,30 @@ class Directory:
     foreign_toolsets: list[object] = field(default_factory=list)
     """The distinct toolsets owning the step's other tools (not this proxy's members), in listing order: a few per
     step, which the capability checks for a wrapper that re-owns the proxy's tools."""
+    _fingerprints: tuple[bytes, int] | None = field(default=None, repr=False, compare=False)
+    _member_key: int | None = field(default=None, repr=False, compare=False)
+
+    def fingerprints(self) -> tuple[bytes, int]:
+        """`(fingerprints, unfingerprintable)` of `schemas`, computed once per directory: `8 * len(schemas)` bytes,
+        one little-endian 64-bit fingerprint of each schema's content as it is now (`_core.schema_fingerprints`: the
+        indexed text of a schema edited in place changes its fingerprint, the dict staying the same object), 0 for a
+        schema holding a value of another type than dict, list, tuple, str, int, float, bool and None (or more than
+        `_core.MAX_FINGERPRINT_NODES` nodes), and how many are 0. About 0.1 µs per schema node."""
+        if self._fingerprints is None:
+            self._fingerprints = _core.schema_fingerprints(self.schemas)
+        return self._fingerprints
+
+    def member_key(self) -> int:
+        """A hash of this directory's member set (names, groups, descriptions; not schemas, whose contents cost a walk):
+        `SearchIndexCache` keeps one index per key. Equal directories have equal keys; a collision, or two member
+        sets differing only in their schemas, only picks an index that the sync then brings up to date."""
+        if self._member_key is None:
+            try:
+                descriptions = hash(tuple(self.descriptions))
+            except Exception:  # a description object that is not hashable: the other parts still tell sets apart
+                descriptions = 0
+            self._member_key = hash((tuple(self.names), tuple(self.group_runs), descriptions))
+        return self._member_key
 
     @classmethod
     def from_tools(
@@ -207,154 +230,3 @@ class DirectoryCache:
                         break
             entries[key] = (weakref.ref(manager, forget), id(tools), directory)
         return directory
-
-
-def _unchanged(old: tuple[str, object, object], group: str, description: object, schema: object) -> bool:
-    """Whether a member indexed as `old` (group, description, schema) is still the same for the index.
-
-    `replace()` copies of a ToolDefinition keep the same schema object, so identity answers most steps cheaply; a
-    rebuilt schema (a dynamic toolset re-creating its tools) is compared strictly (`same_value`), since a change
-    `==` cannot see (`1` vs `True` in an `enum`) changes the indexed text."""
-    old_group, old_description, old_schema = old
-    if old_group != group or (old_description is not description and old_description != description):
-        return False
-    try:
-        return same_value(old_schema, schema)
-    except Exception:  # a circular or very deep rebuilt schema, or a value whose `==` raises: index it again
-        return False
-
-
-class IndexFollower(Protocol):
-    """State that follows an index's records (hybrid search's `_vectors.ToolVectors`), told of every change."""
-
-    def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
-        """`index` just upserted `upserts` and removed the records `removed` (canonical names)."""
-        ...
-
-    def forget(self, index: _core.SearchIndex) -> None:
-        """`index` is dropped (a reset)."""
-        ...
-
-
-class SearchIndexCache:
-    """The documented cache that keeps one Rust `SearchIndex` across steps and runs.
-
-    Synced incrementally to each step's directory: unchanged tools are not re-indexed; changed tools are
-    upserted; vanished tools are removed. Sync and ranking happen under one lock with no await in
-    between, so a search always ranks exactly the current step's members.
-    """
-
-    def __init__(self, descriptions: Mapping[str, str] | None = None) -> None:
-        self._descriptions = dict(descriptions or {})
-        """Group name -> description, a field of every member of the group (`SearchIndex.set_group_description`)."""
-        self.index = self._new_index()
-        self.built = False
-        """Whether a search has built the index (since the last `reset`); before that, nothing syncs it, so a run
-        that never searches builds nothing."""
-        self.searched_by: str | None = None
-        """`run_id` of the run whose search synced the index last: the steps of that run keep it in sync (`keep_up`)."""
-        self._synced: dict[str, tuple[str, object, object]] = {}
-        """Per indexed member: its group, description and schema, as last indexed (no tool definition is kept, so
-        nothing else a definition references, e.g. run state in its metadata, outlives the step)."""
-        self._synced_lists: tuple[list[str], list[object], list[object], list[tuple[int, str]]] = ([], [], [], [])
-        self._synced_directory: weakref.ref[Directory] | None = None
-        self.lock = threading.Lock()
-        self.builds = 0
-        """How many syncs changed the index (for tests and benchmarks)."""
-        self.vectors: IndexFollower | None = None
-        """Hybrid search: told of every upsert and removal (`ToolVectors.follow`), so tool vectors follow the index."""
-
-    def reset(self) -> None:
-        """Drop the index and start over with an empty one (after the core raised: its state is not trusted).
-        Call with `lock` held; the next `sync` re-indexes the step's members (and re-attaches known vectors)."""
-        if self.vectors is not None:
-            self.vectors.forget(self.index)
-        self.index = self._new_index()
-        self.built = False
-        self.searched_by = None
-        self._synced = {}
-        self._synced_lists = ([], [], [], [])
-        self._synced_directory = None
-
-    def _new_index(self) -> _core.SearchIndex:
-        index = _core.SearchIndex()
-        for group, description in self._descriptions.items():
-            index.set_group_description(group, description)
-        return index
-
-    def keep_up(self, directory: Directory, run_id: str | None) -> None:
-        """Sync the index to a new step's `directory` while the step is prepared, so that the step's searches rank
-        at once (spec: search returns the current member schemas, so the index follows each step).
-
-        Only in the run that searched last (`searched_by`): concurrent runs whose tools differ (e.g. per-tenant
-        sources) would otherwise re-sync the shared index at every step of every run, not only when they search.
-        Per-step work, like wrapping and hiding: an unchanged step costs the list comparisons of `sync` (about
-        0.5 ms at 100,000 tools), a changed one the incremental upsert. An error of the core drops the index (`reset`)
-        without failing the step; the next search rebuilds it.
-        """
-        if not self.built or run_id is None or run_id != self.searched_by:
-            return
-        with self.lock:
-            try:
-                self.sync(directory)
-            except RuntimeError:  # a panic in the Rust core (see `_core`): start from a fresh index
-                self.reset()
-
-    def sync(self, directory: Directory) -> None:
-        """Bring the index to `directory`. Call with `lock` held.
-
-        A new step's directory holds new `ToolsetTool`s even when nothing changed, but unchanged members keep their
-        names, groups, description strings and schema objects; comparing the directory's lists of those with the
-        last synced ones (identity first, then value, all in C) confirms an unchanged directory without visiting
-        members in Python: about 0.5 ms at 100,000 tools against some 40 ms for the member-by-member pass that
-        finds what changed.
-        """
-        if self._synced_directory is not None and self._synced_directory() is directory:
-            return
-        names_before, descriptions_before, schemas_before, runs_before = self._synced_lists
-        lists = (directory.names, directory.descriptions, directory.schemas, directory.group_runs)
-        if (
-            directory.names == names_before
-            and directory.descriptions == descriptions_before
-            and directory.group_runs == runs_before
-            and _same_schemas(directory.schemas, schemas_before)
-        ):
-            # Keep this step's objects, so that a source rebuilding equal schemas pays one deep comparison, not one per step.
-            self._synced_lists = lists
-            self._synced_directory = weakref.ref(directory)
-            return
-        synced = self._synced
-        upserts: list[IndexRecord] = []
-        new_synced: dict[str, tuple[str, object, object]] = {}
-        for name, tool in directory.tools.items():
-            tool_def = tool.tool_def
-            group: str = tool.toolset.group  # type: ignore[attr-defined]
-            description, schema = tool_def.description, tool_def.parameters_json_schema
-            old = synced.get(name)
-            if old is None or not _unchanged(old, group, description, schema):
-                upserts.append(index_record(name, group, description, schema))
-            new_synced[name] = (group, description, schema)
-        removed = [name for name in synced if name not in new_synced]
-        if removed:
-            self.index.remove(removed)
-        if upserts:
-            self.index.upsert(upserts)
-        if removed or upserts:
-            self.builds += 1
-            if self.vectors is not None:
-                self.vectors.follow(self.index, upserts, removed)
-        self._synced = new_synced
-        self._synced_lists = lists
-        self._synced_directory = weakref.ref(directory)
-        self.built = True
-
-
-def _same_schemas(new: list[object], old: list[object]) -> bool:
-    """`new == old` for lists of schemas: the same objects (the usual case) are confirmed in C at about a nanosecond
-    each. A rebuilt schema equal under `==` but not as JSON (`1` vs `True` in an `enum`) passes: its indexed text
-    is renewed at the next change the member-by-member pass sees (`_unchanged` is strict), while pages always show
-    the current schema. False when the comparison itself fails (a rebuilt circular schema)."""
-    try:
-        return bool(new == old)
-    except Exception:  # a rebuilt circular schema, or a value whose `==` raises (a numpy array, Decimal('sNaN'))
-        return False

@@ -56,6 +56,12 @@ def _copy_with(obj: _T, **changes: Any) -> _T:
     return new
 
 
+def _state_of(obj: object) -> dict[str, Any]:
+    """`obj.__dict__`, or a fresh empty dict for an object without one (a slotted definition caches nothing there)."""
+    state = getattr(obj, '__dict__', None)
+    return state if isinstance(state, dict) else {}
+
+
 def _bad_name(name: object) -> str | None:
     """None for a usable member name, else the name as shown in the preparation error (repr, cut to 80 chars).
 
@@ -154,13 +160,29 @@ class _ListingKey:
             return False
 
 
-def _unchanged_listing(
-    tools: dict[str, ToolsetTool[Any]], previous: dict[str, tuple[_ListingKey, str, ToolsetTool[Any]]]
-) -> bool:
-    """Whether a source listed the same names, in the same order, with tools equal to last listing's."""
+_SIGNATURE = 'function_signature'
+"""The `ToolDefinition` cached property derived from its schemas: a reused member's is dropped (see `_Hit`)."""
+
+_Hit = tuple[_ListingKey, str, ToolsetTool[Any], dict[str, Any]]
+"""Last listing's `(key of the source tool, canonical name, member, the member definition's __dict__)`. A member is
+reused while its source tool equals last listing's, and a schema edited in place (the same dict) is equal to itself:
+so each reuse drops the member definition's cached `function_signature` from that `__dict__` (a membership test per
+member, about 25 ns), and a signature read later follows the schema as it is now."""
+
+
+def _forget_signature(state: dict[str, Any]) -> None:
+    if _SIGNATURE in state:
+        state.pop(_SIGNATURE, None)
+
+
+def _unchanged_listing(tools: dict[str, ToolsetTool[Any]], previous: dict[str, _Hit]) -> bool:
+    """Whether a source listed the same names, in the same order, with tools equal to last listing's (dropping the
+    cached signatures of the members it checks: `_Hit`)."""
     for (name, tool), (previous_name, hit) in zip(tools.items(), previous.items()):
         if name != previous_name or not hit[0].matches(tool):
             return False
+        if _SIGNATURE in hit[3]:
+            hit[3].pop(_SIGNATURE, None)
     return True
 
 
@@ -233,10 +255,10 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
 
     group: str = ''
     owner: SurfaceOwner | None = None
-    _last: tuple[dict[str, tuple[_ListingKey, str, ToolsetTool[AgentDepsT]]], dict[str, ToolsetTool[AgentDepsT]]] = (
-        field(default_factory=lambda: ({}, {}), init=False, repr=False, compare=False)
+    _last: tuple[dict[str, _Hit], dict[str, ToolsetTool[AgentDepsT]]] = field(
+        default_factory=lambda: ({}, {}), init=False, repr=False, compare=False
     )
-    """Last listing: `(key of the source tool, canonical name, member)` per source name, and the members it returned. A
+    """Last listing: a `_Hit` (key of the source tool, canonical name, member, ...) per source name, and the members it returned. A
     source tool equal to last step's reuses its member, so an unchanged source allocates nothing per tool per
     step (at 100,000 members the allocations, and the garbage collections they trigger, are most of the wrapping
     cost); a source listing equal to the last one, in the same order, returns a copy of the last members. Replaced
@@ -288,11 +310,12 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         result: dict[str, ToolsetTool[AgentDepsT]] = {}
         last_toolset: object = None
         last_id: str | None = None
-        renamed: dict[str, tuple[_ListingKey, str, ToolsetTool[AgentDepsT]]] = {}
+        renamed: dict[str, _Hit] = {}
         for name, tool in tools.items():
             if cached and (hit := previous.get(name)) is not None and hit[0].matches(tool):
                 result[hit[1]] = hit[2]
                 renamed[name] = hit
+                _forget_signature(hit[3])
                 continue
             tool_def = tool.tool_def
             if (problem := _bad_name(name)) is not None:
@@ -318,7 +341,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                 tool, toolset=self, tool_def=_copy_with(tool_def, name=canonical, toolset_id=toolset_id)
             )
             if cached:
-                renamed[name] = (_ListingKey.of(tool), canonical, member)
+                renamed[name] = (_ListingKey.of(tool), canonical, member, _state_of(member.tool_def))
             else:
                 member = interop.mark_member(tool, member, name, self.group, self.description)
             result[canonical] = member

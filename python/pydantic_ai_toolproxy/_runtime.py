@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic_ai.tools import RunContext
 
-from ._directory import Directory, DirectoryCache, SearchIndexCache
+from ._directory import Directory, DirectoryCache
+from ._index_cache import SearchIndexCache
 from ._vectors import ToolVectors, open_store
 from .config import ToolProxyConfig
 
@@ -29,8 +30,9 @@ class ProxyRuntime:
         descriptions: Group name -> description, as validated by `ToolProxyCapability` (or `ToolProxyPlan`).
         group_order: The configured group names, in order (the order of the group enum and summaries).
         directories: Per-step grouped directories (`DirectoryCache`).
-        search_index: The shared search index (`SearchIndexCache`).
-        vectors: Tool and query vectors for hybrid search (`ToolVectors`), None without `config.embedder`.
+        search_index: The shared search indexes (`SearchIndexCache`: one per member set in use, bounded).
+        vectors: Tool and query vectors for hybrid search (`ToolVectors`, following every index of `search_index`),
+            None without `config.embedder`.
     """
 
     config: ToolProxyConfig

@@ -10,7 +10,8 @@ from pydantic_ai.tools import RunContext
 from pydantic_core import from_json
 
 from . import _core
-from ._directory import Directory, Member, SearchIndexCache
+from ._directory import Directory, Member
+from ._index_cache import SearchIndexCache
 from ._interop import interop_for
 from ._messages import FailureReason, ProxyFailed, cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
@@ -198,16 +199,14 @@ async def _rank_hybrid(
     cache = runtime.search_index
     with cache.lock:
         try:
-            cache.sync(directory)
-            cache.searched_by = ctx.run_id
+            cache.sync(directory, ctx.run_id)
         except RuntimeError as e:
             raise _core_failed(cache, e) from e
     await vectors.wait_for_tools(runtime.config.embedding_wait)
     query_vector, reason = await vectors.query_vector(query)
     with cache.lock:
         try:
-            cache.sync(directory)
-            cache.searched_by = ctx.run_id
+            cache.sync(directory, ctx.run_id)
             with_vectors, tools = vectors.coverage(cache.index)
             if query_vector is not None:
                 if with_vectors == 0:
@@ -285,8 +284,7 @@ async def search_page(
         cache = runtime.search_index
         with cache.lock:
             try:
-                cache.sync(directory)
-                cache.searched_by = ctx.run_id
+                cache.sync(directory, ctx.run_id)
                 total, keys = cache.index.search(query, groups, offset, limit)
             except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
                 raise _core_failed(cache, e) from e

@@ -1,12 +1,13 @@
 //! The `pydantic_ai_toolproxy._core` extension module: conversions and error mapping only.
 
 mod convert;
+mod fingerprint;
 mod index;
 mod schema;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::{names, page};
 use convert::{guard, saturating_i64, text, value_error};
@@ -123,6 +124,13 @@ fn plan_page(
     })
 }
 
+/// Fingerprints of JSON-like values: `(8 * len(values)` bytes, one little-endian `u64` per value
+/// (0: not fingerprintable), how many are 0)`. See `fingerprint.rs`.
+#[pyfunction]
+fn schema_fingerprints<'py>(values: &Bound<'py, PyList>) -> PyResult<(Bound<'py, PyBytes>, usize)> {
+    guard(|| Ok(fingerprint::fingerprints(values)))
+}
+
 /// Panics with `message` inside the guard every entry point uses: for tests that a core panic
 /// surfaces as `RuntimeError` (not as pyo3's `PanicException`, a `BaseException`). Only in
 /// builds with the `test-hooks` feature (`scripts/bootstrap`'s development build), never in a
@@ -152,6 +160,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(split_canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(plan_page, module)?)?;
+    module.add_function(wrap_pyfunction!(schema_fingerprints, module)?)?;
+    module.add("MAX_FINGERPRINT_NODES", fingerprint::MAX_FINGERPRINT_NODES)?;
     #[cfg(feature = "test-hooks")]
     module.add_function(wrap_pyfunction!(_panic_for_tests, module)?)?;
     module.add_class::<index::PySearchIndex>()?;
