@@ -299,3 +299,17 @@ def test_hybrid_settings_are_checked_as_the_config_checks_them() -> None:
         search_strategy(embedder='openai:text-embedding-3-small', semantic_weight=2.0, embedding_cache=None)
     with pytest.raises(ValueError, match='embedder'):
         search_strategy(embedder='test')
+
+
+def test_a_schema_edited_in_place_is_indexed_at_the_next_change_of_the_tool_list() -> None:
+    strategy = search_strategy()
+    schema: dict[str, Any] = {'type': 'object', 'properties': {'city': {'type': 'string'}}}
+    tools = [
+        ToolDefinition(name='lookup', description='Look something up.', parameters_json_schema=schema),
+        ToolDefinition(name='other', description='Another tool.', parameters_json_schema={}),
+    ]
+    assert strategy(None, ['zeppelin'], tools) == []  # type: ignore[arg-type]
+    schema['properties']['zeppelin'] = {'type': 'string', 'description': 'zeppelin hangar number'}
+    more = [*tools, ToolDefinition(name='third', description='A third tool.', parameters_json_schema={})]
+    assert strategy(None, ['zeppelin'], more) == ['lookup']  # type: ignore[arg-type]
+    assert strategy.upserted == 2 + 2  # the edited schema and the new tool; 'other' kept its record

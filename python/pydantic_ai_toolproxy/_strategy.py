@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from . import _core
-from ._directory import _same_schemas, _unchanged
+from ._index_cache import _same_description, _same_descriptions, _same_schemas
 from .config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
 
 if TYPE_CHECKING:
@@ -80,7 +80,8 @@ class ToolProxySearchStrategy:
         self.rankings: list[tuple[str, str | None]] = []
         self._index = _core.SearchIndex()
         self._lock = threading.Lock()
-        self._synced: dict[str, tuple[str, object, object]] = {}
+        self._synced: dict[str, tuple[object, int]] = {}
+        """Per indexed tool: its description and its schema's content fingerprint as indexed (never the schema)."""
         self._lists: tuple[list[str], list[object], list[object]] = ([], [], [])
         self._vectors: ToolVectors | None = None
         if config is not None and config.embedder is not None:
@@ -195,25 +196,34 @@ class ToolProxySearchStrategy:
         self._lists = ([], [], [])
 
     def _sync(self, tools: Sequence[ToolDefinition]) -> None:
-        """Bring the index to `tools` (call with the lock held): nothing when their names, descriptions and
-        schemas are the last call's; else upsert the tools whose fingerprint changed and remove the vanished."""
+        """Bring the index to `tools` (call with the lock held): nothing when their names, descriptions and schema
+        objects are the last call's (compared in C); else the tools whose description or schema content
+        (`_core.schema_fingerprints`) changed are upserted and the vanished removed. A schema edited in place (the
+        same dict, other contents) is therefore seen at the next change of the tool list, not before: replace the
+        schema (or the tool) to have it indexed at once."""
         names = [t.name for t in tools]
         descriptions: list[object] = [t.description for t in tools]
         schemas: list[object] = [t.parameters_json_schema for t in tools]
         old_names, old_descriptions, old_schemas = self._lists
-        if names == old_names and descriptions == old_descriptions and _same_schemas(schemas, old_schemas):
+        if (
+            names == old_names
+            and _same_descriptions(descriptions, old_descriptions)
+            and _same_schemas(schemas, old_schemas)
+        ):
             self._lists = (names, descriptions, schemas)
             return
+        fingerprints, _ = _core.schema_fingerprints(schemas)
+        prints = memoryview(fingerprints).cast('Q').tolist() if fingerprints else []
         synced = self._synced
-        fresh: dict[str, tuple[str, object, object]] = {}
+        fresh: dict[str, tuple[object, int]] = {}
         upserts: list[tuple[str, str, str, str, object]] = []
-        for name, description, schema in zip(names, descriptions, schemas):
+        for name, description, schema, fingerprint in zip(names, descriptions, schemas, prints):
             if name in fresh:  # a name listed twice: the first definition counts, as in ToolSearch's own lookup
                 continue
             old = synced.get(name)
-            if old is None or not _unchanged(old, GROUP, description, schema):
+            if old is None or fingerprint == 0 or old[1] != fingerprint or not _same_description(old[0], description):
                 upserts.append((name, GROUP, name, description if isinstance(description, str) else '', schema))
-            fresh[name] = (GROUP, description, schema)
+            fresh[name] = (description, fingerprint)
         removed = [name for name in synced if name not in fresh]
         if removed:
             self._index.remove(removed)
