@@ -4,16 +4,22 @@ No SDK on the server side: responses are written as literal JSON-RPC lines, so t
 well-behaved SDK would emit: duplicate object keys, `NaN`/`Infinity` literals, a 1 MB description, a
 `$ref` cycle, a non-object `inputSchema`, and (with `--deep N`) N-deep nesting. Run it as
 
-    python tests/hostile_mcp_server.py [--deep N] [--bad-name]
+    python tests/hostile_mcp_server.py [--deep N] [--bad-name] [--on-list exit|hang] [--lists-before-fail N]
+        [--list-changed-on-call]
 
-Every `tools/call` answers `{"content": [{"type": "text", "text": "ran <name>"}]}`.
+Every `tools/call` answers `{"content": [{"type": "text", "text": "ran <name>"}]}`. With `--on-list`, the server
+answers `initialize` and then exits, or never answers, at a `tools/list` request (after `--lists-before-fail`
+listings it answered, 0 by default); `--list-changed-on-call` sends `notifications/tools/list_changed` before
+answering each `tools/call` (so the client lists the tools again).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 
 
 def tools_list_json(deep: int, bad_name: bool) -> str:
@@ -55,7 +61,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('--deep', type=int, default=0)
     parser.add_argument('--bad-name', action='store_true')
+    parser.add_argument('--on-list', choices=('exit', 'hang'))
+    parser.add_argument('--lists-before-fail', type=int, default=0)
+    parser.add_argument('--list-changed-on-call', action='store_true')
     args = parser.parse_args()
+    listed = 0
     listing = tools_list_json(args.deep, args.bad_name)
     out = sys.stdout
     for line in sys.stdin:
@@ -73,9 +83,16 @@ def main() -> None:
                 ' "serverInfo": {"name": "hostile", "version": "0.0.1"}}'
             )
         elif method == 'tools/list':
+            if args.on_list is not None and listed >= args.lists_before_fail:
+                if args.on_list == 'exit':
+                    os._exit(3)
+                time.sleep(3600)
+            listed += 1
             result = listing
         elif method == 'tools/call':
             name = message.get('params', {}).get('name')
+            if args.list_changed_on_call:
+                out.write('{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}\n')
             result = json.dumps({'content': [{'type': 'text', 'text': f'ran {name}'}], 'isError': False})
         elif method == 'ping':
             result = '{}'

@@ -30,16 +30,18 @@ Turn = Sequence[Call] | str | Callable[[list[ModelMessage], AgentInfo], 'Sequenc
 class Script:
     """Plays `turns` in order: a list of `(tool_name, args)` calls, a final text, or a callable returning either.
 
-    Records each request's `AgentInfo` in `infos` so tests can assert what the model was offered.
-    After the last turn it answers 'done'.
+    Records each request's `AgentInfo` in `infos` so tests can assert what the model was offered, and the messages
+    it was sent in `seen` (the request's own list, as the model received it). After the last turn it answers 'done'.
     """
 
     turns: list[Turn]
     infos: list[AgentInfo] = field(default_factory=list)
+    seen: list[list[ModelMessage]] = field(default_factory=list)
     _n: int = 0
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.infos.append(info)
+        self.seen.append(list(messages))
         turn: Any = self.turns[self._n] if self._n < len(self.turns) else 'done'
         self._n += 1
         if callable(turn):

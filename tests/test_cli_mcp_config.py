@@ -111,3 +111,18 @@ def test_config_file_mcp_config_with_descriptions_relative_to_the_file(tmp_path:
     config.write_text('[sources.desktop]\nmcp_config = "mcp.json"\ndescriptions = { nobody = "b" }\n')
     typo = toolproxy('--config', str(config), 'inspect')
     assert typo.returncode == 2 and "descriptions name 'nobody'" in typo.stderr
+
+
+def test_a_server_silent_at_listing_is_left_out_within_seconds(tmp_path: Path) -> None:
+    import time
+
+    found = servers()
+    found['silent'] = {'command': sys.executable, 'args': [HOSTILE, '--on-list', 'hang']}
+    path = tmp_path / 'mcp.json'
+    path.write_text(json.dumps({'mcpServers': found}))
+    started = time.monotonic()
+    proc = toolproxy('--mcp-config', str(path), 'inspect', '--json')
+    assert time.monotonic() - started < 60  # not Pydantic AI's 300 s read_timeout
+    assert proc.returncode == 0, proc.stderr
+    assert [g['name'] for g in json.loads(proc.stdout)['groups']] == ['notes_server', 'hostile']
+    assert "MCP server 'silent'" in proc.stderr and 'no answer to tools/list within 5 s' in proc.stderr

@@ -133,6 +133,84 @@ async def test_a_server_that_does_not_start_leaves_the_others_working(
     assert '"title":"t"' in second.replace(' ', '')
 
 
+def hostile(*extra: str) -> dict[str, Any]:
+    return {'command': sys.executable, 'args': [HOSTILE, *extra]}
+
+
+@pytest.mark.parametrize(
+    'broken',
+    [
+        # A listing the MCP SDK rejects (a tool whose name is a number): a ValidationError.
+        pytest.param(hostile('--bad-name'), id='invalid-listing'),
+        pytest.param(hostile('--on-list', 'exit'), id='exits-at-listing'),
+        # Initialized, then silent at `tools/list`: bounded like the start, not Pydantic AI's 300 s `read_timeout`.
+        pytest.param(hostile('--on-list', 'hang'), id='hangs-at-listing'),
+    ],
+)
+async def test_a_server_whose_tool_listing_fails_leaves_the_others_working(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, broken: dict[str, Any]
+) -> None:
+    import time
+
+    path = write(tmp_path, {'broken': broken, 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    script = Script(
+        [[(CALL, {'group': 'notes', 'tool': 'add_note', 'arguments': {'title': 't', 'body': 'b'}})], 'done']
+    )
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
+        result = await Agent(script.model, capabilities=[proxy]).run('x')
+    assert time.monotonic() - started < 60
+    warnings = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
+    assert len(warnings) == 1 and warnings[0].startswith("MCP server 'broken' did not start (")
+    assert "group 'broken' is left out of this run" in warnings[0]
+    assert group_enum(script) == ['notes']
+    assert '"title":"t"' in last_return(result.all_messages(), CALL).model_response_str().replace(' ', '')
+    broken_toolset = proxy.groups['broken'].source.wrapped  # type: ignore[union-attr]
+    assert not broken_toolset.is_running  # the failed start was undone
+
+
+async def test_a_run_cancelled_while_a_server_lists_its_tools_stops_the_server(tmp_path: Path) -> None:
+    import asyncio
+
+    path = write(tmp_path, {'silent': hostile('--on-list', 'hang'), 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(Agent(Script(['done']).model, capabilities=[proxy]).run('x'), timeout=2)
+    for group in ('silent', 'notes'):
+        assert not proxy.groups[group].source.wrapped.is_running, group  # type: ignore[union-attr]
+
+
+async def test_a_server_whose_listing_fails_later_is_left_out_of_the_rest_of_the_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Answers the two listings of a start (the start's own and the run's), announces a change at its first call,
+    # and exits when the run lists again.
+    flaky = hostile('--on-list', 'exit', '--lists-before-fail', '2', '--list-changed-on-call')
+    path = write(tmp_path, {'flaky': flaky, 'notes': notes()})
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    script = Script(
+        [
+            [(CALL, {'group': 'flaky', 'tool': 'plain_tool', 'arguments': {}})],
+            [(CALL, {'group': 'notes', 'tool': 'add_note', 'arguments': {'title': 't', 'body': 'b'}})],
+            [(CALL, {'group': 'flaky', 'tool': 'plain_tool', 'arguments': {}})],
+            'done',
+        ]
+    )
+    with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
+        result = await Agent(script.model, capabilities=[proxy]).run('x')
+    assert group_enum(script, 0) == ['flaky', 'notes']
+    assert group_enum(script, 1) == group_enum(script, 3) == ['notes']
+    warnings = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
+    assert len(warnings) == 1
+    assert warnings[0].startswith("MCP server 'flaky' failed to list its tools (")
+    assert "group 'flaky' is left out of the rest of this run" in warnings[0]
+    calls = [p.model_response_str() for p in returns(result.all_messages()) if p.tool_name == CALL]
+    assert calls[0] == 'ran plain_tool'
+    assert '"title":"t"' in calls[1].replace(' ', '')
+    assert "Unknown group 'flaky'. Current groups: notes." in calls[2]
+
+
 async def test_a_server_that_failed_is_started_again_by_the_next_run(tmp_path: Path) -> None:
     ready = tmp_path / 'ready'
     starter = (

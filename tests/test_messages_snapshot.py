@@ -82,10 +82,10 @@ BAD_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 
 async def _first_reply(name: str, args: dict[str, Any]) -> str:
     script = Script([[(name, args)]])
-    result = await Agent(script.model, capabilities=[_tools()]).run('go')
+    await Agent(script.model, capabilities=[_tools()]).run('go')
     replies = [
         p
-        for m in result.all_messages()
+        for m in script.seen[-1]  # what the model received (the run's history keeps Pydantic AI's own texts)
         if isinstance(m, ModelRequest)
         for p in m.parts
         if isinstance(p, ToolReturnPart | RetryPromptPart)
@@ -119,5 +119,91 @@ async def test_every_model_facing_message_word_for_word() -> None:
             'direct: member by canonical name': '{"error":"\'files__read_file\' cannot be called directly. Call `call_proxy_tool` with {\\"group\\": \\"files\\", \\"tool\\": \\"read_file\\", \\"arguments\\": {...}} instead."}',
             'direct: member by local name': '{"error":"Unknown tool name: \'read_file\'. It is not a tool you can call directly: it is a grouped tool. Call `call_proxy_tool` with {\\"group\\": \\"files\\", \\"tool\\": \\"read_file\\", \\"arguments\\": {...}}. Find grouped tools with `search_proxy_tools` (groups: files, ops), then call them through `call_proxy_tool`."}',
             'direct: unknown name': '{"error":"Unknown tool name: \'reed_fiel\'. It is not a tool you can call directly. Find grouped tools with `search_proxy_tools` (groups: files, ops), then call them through `call_proxy_tool`."}',
+        }
+    )
+
+
+def _failing_tools() -> ToolProxyCapability[Any]:
+    import asyncio
+
+    from pydantic_ai.exceptions import ApprovalRequired, CallDeferred
+    from pydantic_ai.tools import Tool
+
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        raise RuntimeError('card processor exploded')
+
+    async def transfer(amount: int) -> str:
+        """Move money; hangs."""
+        await asyncio.sleep(3600)
+        return 'moved'
+
+    def delete_account(account_id: int) -> str:
+        """Delete an account (needs approval)."""
+        return 'deleted'
+
+    def submit_report(name: str) -> str:
+        """Submit a report job; its result arrives outside the run."""
+        raise CallDeferred(metadata={'job': 'private'})
+
+    def approve_refund(amount: int) -> str:
+        """Refund, asking for approval half-way through."""
+        raise ApprovalRequired()
+
+    source = FunctionToolset(
+        [
+            charge,
+            Tool(transfer, timeout=0.1),
+            Tool(delete_account, requires_approval=True),
+            submit_report,
+            approve_refund,
+        ]
+    )
+    return ToolProxyCapability(groups={'jobs': ToolProxyGroup(source=source, description='Jobs')})
+
+
+FAILED_CALLS: dict[str, tuple[str, dict[str, Any]]] = {
+    'target raises': ('charge', {'amount': 5}),
+    'target times out': ('transfer', {'amount': 5}),
+    'approval declared, unresolved': ('delete_account', {'account_id': 3}),
+    'CallDeferred from the body': ('submit_report', {'name': 'q3'}),
+    'ApprovalRequired from the body': ('approve_refund', {'amount': 5}),
+}
+
+
+async def test_every_call_failure_message_word_for_word() -> None:
+    said: dict[str, str] = {}
+    for case, (tool, arguments) in FAILED_CALLS.items():
+        script = Script([[(CALL, {'group': 'jobs', 'tool': tool, 'arguments': arguments})]])
+        await Agent(script.model, capabilities=[_failing_tools()]).run('go')
+        (reply,) = [
+            p for m in script.seen[-1] if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)
+        ]
+        said[case] = f'{reply.outcome}: {reply.model_response_str(wrap_if_error=False)}'
+    # Beside an output tool call the same text is a retry (it keeps the output from ending the run), as is the status
+    # Pydantic AI gives the output it held back.
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        ok: bool
+
+    envelope = (CALL, {'group': 'jobs', 'tool': 'charge', 'arguments': {'amount': 5}})
+    script = Script([[envelope, ('final_result', {'ok': True})], [('final_result', {'ok': False})]])
+    await Agent(script.model, output_type=Answer, capabilities=[_failing_tools()]).run('go')
+    for reply in [
+        p for m in script.seen[1] if isinstance(m, ModelRequest) for p in m.parts if isinstance(p, ToolReturnPart)
+    ]:
+        said[f'target raises, beside {reply.tool_name}'] = (
+            f'{reply.outcome}: {reply.model_response_str(wrap_if_error=False)}'
+        )
+    assert said == snapshot(
+        {
+            'target raises': "failed: Tool 'charge' in group 'jobs' failed unexpectedly (RuntimeError: card processor exploded). Its outcome is uncertain: it may have had effects. Check the current state before retrying, especially before repeating a change.",
+            'target times out': "failed: Tool 'transfer' in group 'jobs' did not complete (TimeoutError: Timed out after 0.1 seconds.). Its outcome is uncertain: it may have had effects. Check the current state before retrying, especially before repeating a change.",
+            'approval declared, unresolved': "failed: Tool 'delete_account' in group 'jobs' needs host interaction (approval) before it runs, which cannot be resolved inside this call, so it did not run. Ask the host to expose it directly.",
+            'CallDeferred from the body': "failed: Tool 'submit_report' in group 'jobs' started and then asked for host interaction (an external result), which cannot be resolved inside this call. Its work may have started (e.g. a job it submitted), and its result cannot arrive through this call. Check the current state before calling it again; ask the host to expose it directly to get its result.",
+            'ApprovalRequired from the body': "failed: Tool 'approve_refund' in group 'jobs' started and then asked for host interaction (approval), which cannot be resolved inside this call. Its work may have started (e.g. a job it submitted), and its result cannot arrive through this call. Check the current state before calling it again; ask the host to expose it directly to get its result.",
+            'target raises, beside call_proxy_tool': "retried: Tool 'charge' in group 'jobs' failed unexpectedly (RuntimeError: card processor exploded). Its outcome is uncertain: it may have had effects. Check the current state before retrying, especially before repeating a change.",
+            'target raises, beside final_result': 'success: Output not used as the final result - addressing tool retries from this round first.',
         }
     )

@@ -158,6 +158,7 @@ CHANGES: dict[str, Callable[[], tuple[Any, dict[str, Any]]]] = {
         {},
     ),
     'group-emptied': lambda: (_capability(_groups(weather=('Weather forecasts', []))), {}),
+    'all-groups-emptied': lambda: (_capability({k: (desc, []) for k, (desc, _) in _groups().items()}), {}),
     'search-name-renamed': lambda: (_capability(_groups(), ToolProxyConfig(search_name='find_tools')), {}),
     'call-name-renamed': lambda: (_capability(_groups(), ToolProxyConfig(call_name='use_tool')), {}),
     'max-results-changed': lambda: (_capability(_groups(), ToolProxyConfig(max_results=20)), {}),

@@ -11,15 +11,17 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool
-from pydantic_ai.toolsets import FunctionToolset
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets._dynamic import DynamicToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
 from support import CALL, SEARCH, page_of, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, _members
 from pydantic_ai_toolproxy._index_cache import SearchIndexCache
 
 TOOLS = 40
@@ -55,9 +57,36 @@ def catalogue(tenant: str) -> FunctionToolset[Tenant]:
     )
 
 
-def tenant_proxy(tenants: list[str]) -> ToolProxyCapability[Tenant]:
+class PerDepsToolset(AbstractToolset[Tenant]):
+    """One toolset object for every run, listing the run's tenant's catalogue (no per-run copy of itself)."""
+
+    def __init__(self, catalogues: dict[str, FunctionToolset[Tenant]]) -> None:
+        self.catalogues = catalogues
+
+    @property
+    def id(self) -> str | None:
+        return 'per-deps'
+
+    async def get_tools(self, ctx: RunContext[Tenant]) -> dict[str, ToolsetTool[Tenant]]:
+        return await self.catalogues[ctx.deps.name].get_tools(ctx)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Tenant], tool: ToolsetTool[Tenant]
+    ) -> Any:
+        return await self.catalogues[ctx.deps.name].call_tool(name, tool_args, ctx, tool)
+
+
+SOURCES = ['dynamic', 'per-deps']
+"""The two shapes of a per-tenant source: a `DynamicToolset` (copied per run) and one shared `PerDepsToolset`."""
+
+
+def tenant_proxy(tenants: list[str], kind: str = 'dynamic') -> ToolProxyCapability[Tenant]:
     catalogues = {t: catalogue(t) for t in tenants}
-    source = DynamicToolset[Tenant](toolset_func=lambda ctx: catalogues[ctx.deps.name], per_run_step=True)
+    source: AbstractToolset[Tenant] = (
+        DynamicToolset[Tenant](toolset_func=lambda ctx: catalogues[ctx.deps.name], per_run_step=True)
+        if kind == 'dynamic'
+        else PerDepsToolset(catalogues)
+    )
     return ToolProxyCapability(groups={'account': ToolProxyGroup(source=source, description='The account tools')})
 
 
@@ -88,9 +117,10 @@ def assert_own_tools_only(tenant: str, messages: list[ModelMessage], searches: i
     assert call.model_response_str() == f'I serve {tenant}'
 
 
-async def test_interleaved_tenants_each_see_their_own_tools_and_keep_their_own_index() -> None:
+@pytest.mark.parametrize('kind', SOURCES)
+async def test_interleaved_tenants_each_see_their_own_tools_and_keep_their_own_index(kind: str) -> None:
     tenants = ['acme', 'globex', 'initech']
-    proxy = tenant_proxy(tenants)
+    proxy = tenant_proxy(tenants, kind)
     agent = Agent(searching_model(6), deps_type=Tenant, capabilities=[proxy])
     runs = [t for t in tenants for _ in range(2)]  # two concurrent runs per tenant
     results = await asyncio.gather(*(agent.run('go', deps=Tenant(t)) for t in runs))
@@ -131,9 +161,10 @@ async def test_the_record_bound_drops_least_recently_searched_indexes() -> None:
     assert len(cache.slots) == 2 and cache.current.holds('account__c_op_0')
 
 
-def test_tenants_in_threads_never_cross() -> None:
+@pytest.mark.parametrize('kind', SOURCES)
+def test_tenants_in_threads_never_cross(kind: str) -> None:
     tenants = ['north', 'south', 'east', 'west']
-    proxy = tenant_proxy(tenants)
+    proxy = tenant_proxy(tenants, kind)
     agent = Agent(searching_model(4), deps_type=Tenant, capabilities=[proxy])
     failures: list[BaseException] = []
 
@@ -174,3 +205,49 @@ async def test_a_catalogue_that_changes_between_runs_keeps_one_index_updated_inc
         await agent.run('go')
     cache = proxy._runtime.search_index
     assert len(cache.slots) == 1 and len(cache.current) == TOOLS + 6
+
+
+async def test_member_listings_are_kept_per_tenant_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    tenants = ['acme', 'globex', 'initech']
+    proxy = tenant_proxy(tenants, 'per-deps')
+    [members] = proxy._member_toolsets
+    agent = Agent(searching_model(2), deps_type=Tenant, capabilities=[proxy])
+    await asyncio.gather(*(agent.run('go', deps=Tenant(t)) for t in tenants))
+    kept = {key: listing[1] for key, listing in members._listings.items()}
+    assert len(kept) == len(tenants)  # interleaved listings each find their own tenant's members
+    await asyncio.gather(*(agent.run('again', deps=Tenant(t)) for t in tenants))
+    assert all(members._listings[key][1] == listing for key, listing in kept.items())  # the same members reused
+
+    # A source that builds a fresh toolset at every step keeps only as many older listings as the bound allows.
+    monkeypatch.setattr(_members, '_MAX_OLDER_LISTED', TOOLS + 1)
+    fresh = ToolProxyCapability(
+        groups={
+            'account': ToolProxyGroup(
+                source=DynamicToolset[Tenant](toolset_func=lambda ctx: catalogue('x'), per_run_step=True),
+                description='Fresh tools',
+            )
+        }
+    )
+    await Agent(searching_model(4), deps_type=Tenant, capabilities=[fresh]).run('go', deps=Tenant('x'))
+    [fresh_members] = fresh._member_toolsets
+    assert len(fresh_members._listings) <= 2
+
+
+async def test_a_run_keeps_up_only_the_index_it_searched_last() -> None:
+    catalogues = {t: catalogue(t) for t in ['a', 'b']}
+
+    def listing(ctx: RunContext[Tenant]) -> FunctionToolset[Tenant]:
+        # Run 'switch' lists tenant a's tools in its first step and tenant b's from then on.
+        if ctx.deps.name == 'switch':
+            return catalogues['a' if ctx.run_step <= 1 else 'b']
+        return catalogues[ctx.deps.name]
+
+    source = DynamicToolset[Tenant](toolset_func=listing, per_run_step=True)
+    proxy = ToolProxyCapability(groups={'account': ToolProxyGroup(source=source, description='The account tools')})
+    cache = proxy._runtime.search_index
+    await Agent(searching_model(1), deps_type=Tenant, capabilities=[proxy]).run('go', deps=Tenant('b'))
+    # Searches in steps 1 and 2 (tenant a's tools, then b's), then steps that only keep up their index.
+    await Agent(searching_model(2), deps_type=Tenant, capabilities=[proxy]).run('go', deps=Tenant('switch'))
+    assert proxy.index_builds == 2  # b's index, a's index; step 2 found b's, later steps kept b's up unchanged
+    holding_a = [slot for slot in cache.slots if slot.holds('account__a_op_0')]
+    assert len(holding_a) == 1 and len(holding_a[0]) == TOOLS + 1  # a's index was not synced to b's tools

@@ -31,7 +31,7 @@ from pydantic_ai.tools import RunContext, ToolDenied
 from pydantic_core import ValidationError
 
 from ._directory import Directory, Member
-from ._members import GroupMemberToolset
+from ._members import GroupMemberToolset, MemberEntry, member_entry
 from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
 from ._names import canonical_name
 from ._runtime import ProxyRuntime
@@ -42,6 +42,7 @@ __all__ = (
     'envelope_retry',
     'mcp_error_classes',
     'normalize_arguments',
+    'proxy_failure',
     'resolve_member',
     'run_call',
 )
@@ -361,14 +362,88 @@ def _interrupted_by(error: BaseException) -> BaseException | None:
     return None
 
 
+def _response_calls_output(ctx: RunContext[Any]) -> bool | None:
+    """Whether the latest model response, the one holding this envelope's call, also calls an output tool (e.g.
+    `final_result` of `output_type=SomeModel`): a result that would end the run in the same step.
+
+    None when that response is not in the run's messages yet: `Agent.run_stream` runs a response's tool calls after
+    it has committed the streamed output, before the response joins the history (the only path seen to do so).
+    """
+    manager = ctx.tool_manager
+    if manager is None:  # pragma: no cover - controls only run inside a step
+        return False
+    if not ctx.messages or not isinstance(ctx.messages[-1], ModelResponse):
+        return None  # the latest message is a request: the response being run is not in the history
+    for part in ctx.messages[-1].parts:
+        # A nested dispatch (the envelope's call is not the model's own) finds no output call here either.
+        if isinstance(part, ToolCallPart) and part.tool_call_id != ctx.tool_call_id:
+            tool_def = manager.get_tool_def(part.tool_name)
+            if tool_def is not None and tool_def.kind == 'output':
+                return True
+    return False
+
+
+def proxy_failure(
+    ctx: RunContext[Any], member: Member, message: str, error: BaseException | None = None
+) -> BaseException:
+    """The error a failure the call control writes itself (an uncertain outcome, an unresolved deferral) is raised as.
+
+    A `ToolFailed` (the envelope's result has `outcome='failed'`, the run continues), unless the same model response
+    also calls an output tool: then a retry of the envelope with the same text, charged to the target's retry budget,
+    so that Pydantic AI's retry-wins rule keeps that output from ending the run until the model has read the
+    failure ("no silent success"). A direct tool in that spot would have raised out of the run (an unexpected
+    exception) or retried (a timeout, an MCP error); a plain `ToolFailed` would let the output win. When the output
+    is already committed (`Agent.run_stream`: no retry can hold it), the run raises instead: `error` itself when the
+    target raised it (as a direct tool's exception ends the run), else `AgentRunError` with the failure's text.
+
+    Raises:
+        UnexpectedModelBehavior: the target has used up its retry budget (as a direct tool's retries would).
+    """
+    beside_output = _response_calls_output(ctx)
+    if beside_output is None:
+        if error is not None:
+            return error
+        return AgentRunError(f'{message} (The streamed output was already final, so the run ends here.)')
+    if beside_output:
+        return charged_retry(ctx, member.canonical, member.tool.max_retries, message)
+    return ToolFailed(bounded(message))
+
+
+def _deferral_message(member: Member, error: ApprovalRequired | CallDeferred, entry: MemberEntry) -> str:
+    """What the model is told about a deferral no inline handler resolved: "did not run" only when the deferral was
+    declared before the target's source was called (its kind, `requires_approval`, a `prepare` decision, a validation
+    hook); when the source was called and then deferred, that its work may have started and its result cannot arrive
+    through this call. Carries no deferral metadata (it can be private to the host)."""
+    if isinstance(error, ApprovalRequired):
+        need = 'approval'
+    else:
+        need = 'an answer' if getattr(error, 'kind', 'external') == 'question' else 'an external result'
+    name = f'Tool {member.local_name!r} in group {member.group!r}'
+    if not entry.entered:
+        return bounded(
+            f'{name} needs host interaction ({need}) before it runs, which cannot be resolved inside this call, '
+            'so it did not run. Ask the host to expose it directly.'
+        )
+    return bounded(
+        f'{name} started and then asked for host interaction ({need}), which cannot be resolved inside this call. '
+        'Its work may have started (e.g. a job it submitted), and its result cannot arrive through this call. '
+        'Check the current state before calling it again; ask the host to expose it directly to get its result.'
+    )
+
+
 async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool: Any, arguments: Any) -> Any:
     """Run the target through `ctx.tool_manager.handle_call` and return its result.
 
     Raises:
         ModelRetry: bad envelope, unknown group/tool.
-        ToolRetryError: the target's validation error or `ModelRetry`, re-addressed to the envelope's call id.
-        ToolFailed: denial, unresolved approval/deferral, or an unexpected target failure (uncertain outcome).
+        ToolRetryError: the target's validation error or `ModelRetry`, re-addressed to the envelope's call id; or a
+            failure the call control writes itself when the same response calls an output tool (`proxy_failure`).
+        ToolFailed: denial, the target's own `ToolFailed`, unresolved approval/deferral, or an unexpected target
+            failure (uncertain outcome).
         UsageLimitExceeded: the target would exceed `UsageLimits.tool_calls_limit` (the target does not run).
+        UnexpectedModelBehavior: the target's retry budget is used up.
+        AgentRunError, or the target's own exception: a failure the call control writes itself, once the output is
+            already committed (`Agent.run_stream`), see `proxy_failure`.
     """
     directory = runtime.directory(ctx)
     try:
@@ -385,6 +460,8 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
     _check_usage(ctx)
     call = ToolCallPart(tool_name=member.canonical, args=args, tool_call_id=f'{ctx.tool_call_id}>{member.canonical}')
     token = dispatching.set(member.canonical)
+    entry = MemberEntry(member.canonical)
+    entry_token = member_entry.set(entry)
     try:
         result = await manager.handle_call(call)
     except ToolRetryError as e:
@@ -392,20 +469,21 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
             said = (
                 e.tool_retry.model_response_str(wrap_if_error=False) if isinstance(e.tool_retry, ToolReturnPart) else ''
             )
-            raise ToolFailed(_uncertain(member, 'did not complete', cause, said)) from e
+            raise proxy_failure(ctx, member, _uncertain(member, 'did not complete', cause, said)) from e
         raise _as_envelope_retry(e, ctx, member, runtime.config.search_name) from None
     except ToolFailedError as e:
         raise ToolFailed(e.tool_failed.model_response_str(wrap_if_error=False)) from None
-    except (ApprovalRequired, CallDeferred):
-        raise ToolFailed(
-            f'Tool {member.local_name!r} in group {member.group!r} needs host interaction (approval or an external '
-            'result) that cannot be resolved inside this call, so it did not run. Ask the host to expose it directly.'
-        ) from None
+    except (ApprovalRequired, CallDeferred) as e:
+        raise proxy_failure(ctx, member, _deferral_message(member, e, entry)) from None
     except (AgentRunError, UserError, ModelRetry, ToolFailed):
         raise
     except Exception as e:
-        raise ToolFailed(_uncertain(member, 'failed unexpectedly', e)) from e
+        failure = proxy_failure(ctx, member, _uncertain(member, 'failed unexpectedly', e), e)
+        if failure is e:
+            raise
+        raise failure from e
     finally:
+        member_entry.reset(entry_token)
         dispatching.reset(token)
     if isinstance(result, ToolDenied):
         raise failed(f'The call to {member.local_name!r} in group {member.group!r} was denied: {result.message}')

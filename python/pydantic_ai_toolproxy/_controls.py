@@ -151,16 +151,27 @@ def with_groups(schema: dict[str, Any], parameters: Sequence[str], groups: Seque
     return {key: properties if key == 'properties' else _fresh(value) for key, value in schema.items()}
 
 
+MAX_DERIVED = 64
+"""Configs whose control schemas are kept (`_DERIVED`); each entry is about 2.4 KB. Past that, the least recently
+used config is forgotten and derived again when a surface with it is built."""
+
 _DERIVED: dict[tuple[ToolProxyConfig, str], tuple[dict[str, Any], tuple[str, ...]]] = {}
-"""`(advertised schema, group parameters)` per config and control: the markers depend on the config only, so each
-config's schemas are derived once per process (pydantic builds a model for it, about a millisecond)."""
+"""`(advertised schema, group parameters)` per config and control, least recently used first: the markers depend on
+the config only, so each config's schemas are derived once (pydantic builds a model for it, about a millisecond), and
+at most `MAX_DERIVED` configs (times two controls) are kept."""
 
 
 def _derived(config: ToolProxyConfig, function: Callable[..., Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
     key = (config, function.__name__)
-    found = _DERIVED.get(key)
+    found = _DERIVED.pop(key, None)  # re-inserted below: the most recently used is last
     if found is None:
-        found = _DERIVED[key] = (advertised_schema(function), group_parameters(function))
+        found = (advertised_schema(function), group_parameters(function))
+        while len(_DERIVED) >= 2 * MAX_DERIVED:
+            try:
+                del _DERIVED[next(iter(_DERIVED))]
+            except (StopIteration, KeyError, RuntimeError):  # emptied or changed by another thread
+                break
+    _DERIVED[key] = found
     return found
 
 
@@ -241,6 +252,16 @@ class ControlToolset(FunctionToolset[Any]):
     @property
     def tool_name_conflict_hint(self) -> str:
         return 'Choose other control names with ToolProxyConfig(search_name=..., call_name=...).'
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        """Run a control; a `timeout` set on the call control's definition (e.g. by a host hook that sets one on every
+        tool) is not enforced on it: the call lasts as long as its target, whose own timeout (the same hook sets it
+        on members) ends it with an uncertain-outcome failure. The search control keeps a timeout set on it."""
+        if name == self.runtime.config.call_name and tool.tool_def.timeout is not None:
+            tool = replace(tool, tool_def=replace(tool.tool_def, timeout=None))
+        return await super().call_tool(name, tool_args, ctx, tool)
 
 
 def advertised_controls(

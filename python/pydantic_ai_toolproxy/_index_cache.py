@@ -126,17 +126,10 @@ class IndexSlot:
             return
         if not verify and self._synced_directory is not None and self._synced_directory() is directory:
             return
-        names_before, descriptions_before, schemas_before, runs_before = self._synced_lists
         lists = (directory.names, directory.descriptions, directory.schemas, directory.group_runs)
-        if (
-            directory.names == names_before
-            and directory.group_runs == runs_before
-            and _same_descriptions(directory.descriptions, descriptions_before)
-            and _same_schemas(directory.schemas, schemas_before)
-        ):
+        if self.matches(directory):
             if not verify:
-                self._synced_lists = lists
-                self._synced_directory = weakref.ref(directory)
+                self.adopt(directory)
                 return
             fingerprints, unfingerprintable = directory.fingerprints()
             if not unfingerprintable and fingerprints == self._prints:
@@ -175,6 +168,23 @@ class IndexSlot:
         self._synced_directory = self._verified = weakref.ref(directory)
         self.key = directory.member_key()
         self.built = True
+
+    def matches(self, directory: Directory) -> bool:
+        """Whether `directory` lists what was synced last: the same names, groups, descriptions and schema objects (in
+        C, about 0.5 ms at 100,000 tools; schema contents are not compared, see `sync`)."""
+        names_before, descriptions_before, schemas_before, runs_before = self._synced_lists
+        return (
+            directory.names == names_before
+            and directory.group_runs == runs_before
+            and _same_descriptions(directory.descriptions, descriptions_before)
+            and _same_schemas(directory.schemas, schemas_before)
+        )
+
+    def adopt(self, directory: Directory) -> None:
+        """Record `directory` as synced, when `matches(directory)`: keep its lists, so that a source rebuilding equal
+        schemas pays one deep comparison, not one per step."""
+        self._synced_lists = (directory.names, directory.descriptions, directory.schemas, directory.group_runs)
+        self._synced_directory = weakref.ref(directory)
 
     def overlap(self, directory: Directory) -> float:
         """The share (0..1) of `directory`'s members this index holds, estimated from up to 64 evenly spaced names."""
@@ -316,6 +326,15 @@ class SearchIndexCache:
             slot = next((s for s in self.slots if s.searched_by == run_id and s.built), None)
             if slot is None:
                 return
+            if slot.matches(directory):
+                slot.adopt(directory)
+                return
+            # The run's tools changed: to a member set another index already holds, that one follows the run.
+            key = directory.member_key()
+            other = next((s for s in self.slots if s.key == key and s is not slot and s.built), None)
+            if other is not None:
+                slot.searched_by, other.searched_by = None, run_id
+                slot = other
             try:
                 slot.sync(directory, verify=False)
             except RuntimeError:  # a panic in the Rust core (see `_core`): start from a fresh index
@@ -337,6 +356,9 @@ class SearchIndexCache:
         if key_before is not None and key_before != slot.key:
             slot.displaced = key_before
         if run_id is not None:
+            for other in self.slots:
+                if other.searched_by == run_id and other is not slot:
+                    other.searched_by = None  # a run keeps up only the index it searched last
             slot.searched_by = run_id
         self._evict(keep=slot)
 

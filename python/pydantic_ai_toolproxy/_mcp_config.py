@@ -14,7 +14,11 @@ when a run (or `async with agent:`) enters its toolset, where a bare `MCPToolset
 Here each server's toolset is wrapped (`MCPServerToolset`) so a failure to start is caught at that same moment:
 the run goes on without that group (it is absent from the controls' group enum and descriptions, as a group with
 no tools in a step always is), one warning naming the server and the error is logged on the `pydantic_ai_toolproxy`
-logger, and the next run (or the next `async with agent:`) tries to start it again.
+logger, and the next run (or the next `async with agent:`) tries to start it again. Starting includes a first
+tool listing (`first_listing`, bounded by `LISTING_TIMEOUT`): a server whose listing fails (one the MCP SDK
+rejects, an exit, silence) is a server that did not start. A listing that fails later (the server announced a
+change, then failed to list again) leaves its group out of the rest of that run, with one warning; the other
+groups keep working in both cases.
 """
 
 from __future__ import annotations
@@ -25,26 +29,33 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
+import anyio
 from pydantic_ai.tools import AgentDepsT, RunContext
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
-from .config import ToolProxyConfig
 from .group import ToolProxyGroup
 
-if TYPE_CHECKING:
-    from .capability import ToolProxyCapability
-
-__all__ = ('MCPServerToolset', 'default_description', 'from_mcp_config', 'group_id', 'mcp_groups')
+__all__ = (
+    'LISTING_TIMEOUT',
+    'MCPServerToolset',
+    'default_description',
+    'first_listing',
+    'group_id',
+    'mcp_groups',
+)
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
 _OUTSIDE = re.compile(r'[^A-Za-z0-9_-]+')
 _UNDERSCORES = re.compile(r'_{2,}')
 MAX_GROUP_CHARS = 32
+LISTING_TIMEOUT = 5.0
+"""Seconds a server that started may take to answer its first `tools/list` (Pydantic AI's `init_timeout` default
+for the start itself; its 300 s `read_timeout` would hold every run that long)."""
 
 
 def group_id(server: str) -> str:
@@ -96,13 +107,14 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     """One server of an `mcpServers` file: its `MCPToolset`, tolerant of a server that does not start.
 
     `for_run` gives each run its own copy (sharing the one `MCPToolset`, so one connection serves concurrent runs),
-    which remembers whether its own start failed; a failed copy lists no tools and no instructions, and its exit
-    leaves the `MCPToolset` alone.
+    which remembers whether its own start (the connection and the first tool listing) failed; a failed copy lists
+    no tools and no instructions, and its exit leaves the `MCPToolset` alone. A later listing that fails marks the
+    copy failed too (its exit still closes what its entry opened).
 
     Attributes:
         server: The server's name in the file.
-        start_error: The exception that kept the server from starting at this copy's last entry (None: it started,
-            or was not entered yet).
+        start_error: The exception that kept the server from starting at this copy's last entry, or that a later
+            tool listing raised (None: it started and lists, or was not entered yet).
     """
 
     server: str = ''
@@ -125,18 +137,33 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         try:
             await self.wrapped.__aenter__()
         except Exception as exc:  # the server's own failure: this run goes on without its group
-            self.start_error = exc
-            logger.warning(
-                'MCP server %r did not start (%s: %s); group %r is left out of this run',
-                self.server,
-                type(exc).__name__,
-                exc,
-                group_id(self.server),
-            )
-        else:
-            self.start_error = None
-            self._entered += 1
+            self._failed(exc, 'did not start', 'this run')
+            return self
+        try:
+            await first_listing(self.wrapped)
+        except BaseException as exc:
+            # Undo the entry (the server stops unless another run uses it), also when the run is being cancelled.
+            with anyio.CancelScope(shield=True):
+                await self.wrapped.__aexit__(None, None, None)
+            if not isinstance(exc, Exception):
+                raise
+            self._failed(exc, 'did not start', 'this run')
+            return self
+        self.start_error = None
+        self._entered += 1
         return self
+
+    def _failed(self, exc: Exception, what: str, left_out_of: str) -> None:
+        self.start_error = exc
+        logger.warning(
+            'MCP server %r %s (%s: %s); group %r is left out of %s',
+            self.server,
+            what,
+            type(exc).__name__,
+            exc,
+            group_id(self.server),
+            left_out_of,
+        )
 
     async def __aexit__(self, *args: Any) -> bool | None:
         if self._entered == 0:  # this entry failed to start the server: nothing to close
@@ -147,12 +174,37 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         if self.start_error is not None:
             return {}
-        return await self.wrapped.get_tools(ctx)
+        try:
+            return await self.wrapped.get_tools(ctx)
+        except Exception as exc:  # a listing after a change: the rest of the run goes on without the group
+            self._failed(exc, 'failed to list its tools', 'the rest of this run')
+            return {}
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
         if self.start_error is not None:
             return None
         return await self.wrapped.get_instructions(ctx)
+
+
+async def first_listing(toolset: Any) -> list[Any]:
+    """The tools an entered `MCPToolset` lists, asked of its FastMCP client (`toolset.client.list_tools()`) within
+    `LISTING_TIMEOUT` seconds.
+
+    The client is asked, not `MCPToolset.list_tools()` (which would cache the answer): cancelling the latter at the
+    timeout leaves the toolset counted as entered, so its server would never stop. The cost is one more `tools/list`
+    request at each start (the toolset lists again, for the run, and caches that).
+
+    Raises:
+        TimeoutError: no answer within `LISTING_TIMEOUT`.
+        Exception: what the listing raises (`MCPError` when the server exits, pydantic's `ValidationError` for a
+            listing the MCP SDK rejects).
+    """
+    try:
+        with anyio.fail_after(LISTING_TIMEOUT):
+            tools: list[Any] = await toolset.client.list_tools()
+    except TimeoutError as exc:
+        raise TimeoutError(f'no answer to tools/list within {LISTING_TIMEOUT:g} s') from exc
+    return tools
 
 
 def mcp_groups(
@@ -214,15 +266,3 @@ def mcp_groups(
         description = (descriptions or {}).get(server, default_description(server))
         groups[gid] = ToolProxyGroup(source=MCPServerToolset(toolset, server=server), description=description)
     return groups
-
-
-def from_mcp_config(
-    path: str | os.PathLike[str],
-    *,
-    descriptions: Mapping[str, str] | None = None,
-    config: ToolProxyConfig | None = None,
-) -> ToolProxyCapability[Any]:
-    """A `ToolProxyCapability` with one group per server of the `mcpServers` file at `path` (see `mcp_groups`)."""
-    from .capability import ToolProxyCapability
-
-    return ToolProxyCapability(groups=mcp_groups(path, descriptions), config=config)

@@ -8,6 +8,7 @@ tools instead of filling every request).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from operator import attrgetter
 from typing import Any, Literal, Protocol, TypeVar
@@ -28,8 +29,10 @@ from ._same import same_value
 __all__ = (
     'GroupMemberToolset',
     'GroupSourceCapability',
+    'MemberEntry',
     'SurfaceOwner',
     'Unsupported',
+    'member_entry',
     'unsupported_member',
     'unsupported_member_reason',
 )
@@ -170,6 +173,38 @@ so each reuse drops the member definition's cached `function_signature` from tha
 member, about 25 ns), and a signature read later follows the schema as it is now."""
 
 
+_MAX_LISTINGS = 8
+"""Most listings a `GroupMemberToolset` keeps (one per tool set its source lists, e.g. per tenant)."""
+
+_MAX_OLDER_LISTED = 50_000
+"""Most tools the listings but the newest hold together (their members: about 1 KB a tool)."""
+
+
+def _bound(listings: dict[int, tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """Keep the newest listing, and older ones while they are fewer than `_MAX_LISTINGS` and hold at most
+    `_MAX_OLDER_LISTED` tools together (a source building a fresh toolset every step keeps about one)."""
+    try:
+        keys = list(listings)
+    except RuntimeError:  # another thread changed the dict meanwhile: bound it next time
+        return
+    held = 0
+    for rank, key in enumerate(reversed(keys[:-1]), start=2):
+        entry = listings.get(key)
+        held += len(entry[0]) if entry is not None else 0
+        if rank > _MAX_LISTINGS or held > _MAX_OLDER_LISTED:
+            listings.pop(key, None)
+
+
+_NO_LISTING: tuple[dict[str, Any], dict[str, Any]] = ({}, {})
+
+
+def _listing_key(tools: dict[str, ToolsetTool[Any]]) -> int:
+    """Which kept listing a new listing is compared with: the identity of the toolset owning its first tool."""
+    for tool in tools.values():
+        return id(tool.toolset)
+    return 0
+
+
 def _forget_signature(state: dict[str, Any]) -> None:
     if _SIGNATURE in state:
         state.pop(_SIGNATURE, None)
@@ -232,6 +267,28 @@ def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
     return found.text if found is not None else None
 
 
+@dataclass
+class MemberEntry:
+    """Whether the member the call control is dispatching reached its source (`GroupMemberToolset.call_tool`).
+
+    The call control sets one per dispatch (`member_entry`); a deferral raised once `entered` is True came from the
+    source's `call_tool` (the tool's body, or a wrapper toolset inside the source), so its work may have started. One
+    raised before (the tool's kind or `requires_approval`, a `prepare` decision, a validate or execute hook of a
+    capability) was declared before anything ran.
+
+    Attributes:
+        canonical: The canonical name being dispatched.
+        entered: Set once the member's source was called for it.
+    """
+
+    canonical: str
+    entered: bool = False
+
+
+member_entry: ContextVar[MemberEntry | None] = ContextVar('pydantic_ai_toolproxy.member_entry', default=None)
+"""The call control's `MemberEntry` for the dispatch running in the current task, else None."""
+
+
 class SurfaceOwner(Protocol):
     """What a member needs of the proxy surface that owns it: the owner is also the identity token by which the
     controls tell their own members from other tools (`_runtime.ProxyRuntime` is the implementation)."""
@@ -255,15 +312,17 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
 
     group: str = ''
     owner: SurfaceOwner | None = None
-    _last: tuple[dict[str, _Hit], dict[str, ToolsetTool[AgentDepsT]]] = field(
-        default_factory=lambda: ({}, {}), init=False, repr=False, compare=False
+    _listings: dict[int, tuple[dict[str, _Hit], dict[str, ToolsetTool[AgentDepsT]]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
     )
-    """Last listing: a `_Hit` (key of the source tool, canonical name, member, ...) per source name, and the members it returned. A
-    source tool equal to last step's reuses its member, so an unchanged source allocates nothing per tool per
-    step (at 100,000 members the allocations, and the garbage collections they trigger, are most of the wrapping
-    cost); a source listing equal to the last one, in the same order, returns a copy of the last members. Replaced
-    wholesale (one tuple, so concurrent runs in threads never see halves of two listings); holds only the current
-    tools."""
+    """Last listings, at most `_MAX_LISTINGS`, keyed by the identity of the toolset owning a listing's first tool (a
+    source listing per-run tool sets, e.g. one toolset per tenant, keeps one entry per set): a `_Hit` (key of the
+    source tool, canonical name, member, ...) per source name, and the members it returned. A source tool equal to
+    last listing's reuses its member, so an unchanged source allocates nothing per tool per step (at 100,000 members
+    the allocations, and the garbage collections they trigger, are most of the wrapping cost); a listing equal to
+    the one kept for its key, in the same order, returns a copy of those members. The key only picks the candidate:
+    every tool is compared with it (its fields, its toolset included). Each entry is replaced wholesale (one tuple,
+    so concurrent runs in threads never see halves of two listings)."""
 
     @property
     def id(self) -> str | None:
@@ -304,7 +363,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
         """
         interop = interop_for(ctx)
         cached = not interop.harness_run  # harness members carry run-bound markers: rebuilt every listing
-        previous, previous_result = self._last
+        listings = self._listings
+        key = _listing_key(tools)
+        previous, previous_result = listings.get(key, _NO_LISTING)
         if cached and len(tools) == len(previous) and _unchanged_listing(tools, previous):
             return dict(previous_result)
         result: dict[str, ToolsetTool[AgentDepsT]] = {}
@@ -346,12 +407,17 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                 member = interop.mark_member(tool, member, name, self.group, self.description)
             result[canonical] = member
         if cached:
-            self._last = (renamed, dict(result))
+            listings.pop(key, None)  # re-inserted last: the oldest listing goes first
+            listings[key] = (renamed, dict(result))
+            _bound(listings)
         return result
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
+        entry = member_entry.get()
+        if entry is not None and entry.canonical == name:
+            entry.entered = True
         local = local_name(name, self.group)
         ctx = replace(ctx, tool_name=local)
         source = interop_for(ctx).source_tool(tool)

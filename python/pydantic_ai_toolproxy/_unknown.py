@@ -3,24 +3,34 @@
 Pydantic AI answers a call of an unknown tool name with `Unknown tool name: 'x'. Available tools: ...`, listing
 every tool in the step's `ToolManager`, the proxy's hidden members included: 71 KB at 1,853 grouped tools and
 310 KB at 10,000, re-sent with every later request, naming tools the model must not call directly. Models often
-call the local name of a tool they just found. Before each model request the proxy rewrites those retries (in the
-run's message history, so later requests carry the short text too) into one that says what to do next:
+call the local name of a tool they just found. Before each model request the proxy replaces, in what that request
+sends, every such retry by one that says what to do next:
 
 - the name is a member's local name: the envelope to send, `{"group": ..., "tool": ..., "arguments": {...}}`;
 - else the grouped tools the search index ranks first for the name (a typo, another spelling), as envelopes;
 - and always: `search_proxy_tools` with the current groups, and at most three close names of the tools the model
   can call directly.
 
+What is sent is a copy: the message objects of the run's history, of the host's `message_history` and of an
+earlier run's `result.all_messages()` are never changed, so a stored transcript keeps Pydantic AI's own text and
+an agent without the proxy can continue it. A retry is recognised by what Pydantic AI recorded on it
+(`outcome='retried'`, `cause='unknown_tool'`), never by its text, so no tool name (not even the words of the
+rewritten text) keeps the long list; the first copy made of a part is reused for that part in every later request
+(the same bytes every time, by the identity of the original part), and a copy the proxy made is recognised by its
+identity and sent as it is.
+
 The retry budget is unchanged: Pydantic AI counts the unknown name against the agent's default retries, as it does
-without the proxy. Only the text changes, and only of retries Pydantic AI marked `cause='unknown_tool'`.
+without the proxy. Only the text the model receives changes.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
@@ -28,23 +38,83 @@ from ._directory import Directory
 from ._messages import bounded, listing, shown
 from ._runtime import ProxyRuntime
 
-__all__ = ('shorten_unknown_tool_retries', 'unknown_tool_message')
+__all__ = ('RetryRewrites', 'rewrites_of', 'shorten_unknown_tool_retries', 'unknown_tool_message')
 
 MAX_SUGGESTIONS = 3
 MAX_VISIBLE_COMPARED = 2_000
 """Direct tools compared for close names; past that many, none are suggested (the comparison is quadratic-ish)."""
 
 
-def _is_unknown_tool_retry(part: object) -> bool:
+def _is_unknown_tool_retry(part: object) -> TypeGuard[ToolReturnPart]:
+    """Whether `part` is Pydantic AI's retry for an unknown tool name (by its recorded cause, never by its text)."""
     if not isinstance(part, ToolReturnPart) or part.outcome != 'retried':
         return False
-    info = getattr(part, 'retry', None)
-    content = part.content
-    return getattr(info, 'cause', None) == 'unknown_tool' and isinstance(content, str) and _REWRITTEN not in content
+    return getattr(getattr(part, 'retry', None), 'cause', None) == 'unknown_tool'
 
 
-_REWRITTEN = 'It is not a tool you can call directly'
-"""Part of every rewritten text: a part holding it is not rewritten again."""
+MAX_REWRITES = 4_096
+"""Rewritten retries remembered per proxy (each at most `MAX_MESSAGE_CHARS` of text); past that, the oldest is
+forgotten (a part seen again is rewritten afresh)."""
+
+
+class RetryRewrites:
+    """The rewritten copy of each unknown-tool retry part, by the identity of the original part.
+
+    An entry lives as long as its original part (a weak reference drops it), and at most `MAX_REWRITES` entries are
+    kept. `made` tells a copy from this cache apart from any other part, by identity: something a model cannot
+    forge, whatever it names its tools.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[ToolReturnPart], ToolReturnPart]] = {}
+        self._copies: dict[int, weakref.ref[ToolReturnPart]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def made(self, part: object) -> bool:
+        """Whether `part` is a rewritten copy this cache returned."""
+        ref = self._copies.get(id(part))
+        return ref is not None and ref() is part
+
+    def rewritten(self, part: ToolReturnPart, text: Callable[[ToolReturnPart], str]) -> ToolReturnPart:
+        """The rewritten copy of `part`: the one made earlier for this very object, else a new copy with content
+        `text(part)`, remembered."""
+        key = id(part)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is part:
+            return entry[1]
+        new = replace(part, content=text(part))
+        while len(self._entries) >= MAX_REWRITES:
+            try:
+                oldest = next(iter(self._entries))
+                _, dropped = self._entries.pop(oldest)
+                self._copies.pop(id(dropped), None)
+            except (StopIteration, KeyError, RuntimeError):  # emptied or changed by a concurrent drop
+                break
+        self._entries[key] = (weakref.ref(part, self._dropper(key)), new)
+        self._copies[id(new)] = weakref.ref(new)
+        return new
+
+    def _dropper(self, key: int) -> Callable[[weakref.ref[ToolReturnPart]], None]:
+        def drop(ref: weakref.ref[ToolReturnPart]) -> None:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is ref:
+                self._entries.pop(key, None)
+                self._copies.pop(id(entry[1]), None)
+
+        return drop
+
+
+_REWRITES: weakref.WeakKeyDictionary[ProxyRuntime, RetryRewrites] = weakref.WeakKeyDictionary()
+
+
+def rewrites_of(runtime: ProxyRuntime) -> RetryRewrites:
+    """The `RetryRewrites` of one proxy surface (created on first use, dropped with the runtime)."""
+    found = _REWRITES.get(runtime)
+    if found is None:
+        found = _REWRITES.setdefault(runtime, RetryRewrites())
+    return found
 
 
 def _envelope(call_name: str, group: str, tool: str) -> str:
@@ -73,10 +143,10 @@ def unknown_tool_message(name: str, runtime: ProxyRuntime, directory: Directory,
     exact = [(m.group, m.local_name) for m in (directory.member_of(g, name) for g in directory.groups) if m is not None]
     if exact:
         envelopes = ' or '.join(_envelope(config.call_name, g, t) for g, t in exact[:MAX_SUGGESTIONS])
-        head = f'Unknown tool name: {shown_name}. {_REWRITTEN}: it is a grouped tool. Call {envelopes}.'
+        head = f'Unknown tool name: {shown_name}. It is not a tool you can call directly: it is a grouped tool. Call {envelopes}.'
     else:
         ranked = _ranked(runtime, directory, name) if directory and len(name) <= 256 else []
-        head = f'Unknown tool name: {shown_name}. {_REWRITTEN}.'
+        head = f'Unknown tool name: {shown_name}. It is not a tool you can call directly.'
         if ranked:
             head += (
                 ' Grouped tools that match it: ' + '; '.join(_envelope(config.call_name, g, t) for g, t in ranked) + '.'
@@ -95,28 +165,31 @@ def unknown_tool_message(name: str, runtime: ProxyRuntime, directory: Directory,
 
 
 def shorten_unknown_tool_retries(
-    messages: Sequence[ModelMessage], runtime: ProxyRuntime, directory: Directory, visible: Sequence[str]
+    messages: list[ModelMessage], runtime: ProxyRuntime, directory: Directory, visible: Sequence[str]
 ) -> None:
-    """Replace, in place, every unknown-tool retry in `messages` not rewritten yet by `unknown_tool_message`.
+    """Replace, in the list `messages`, each request holding an unknown-tool retry by a copy whose retries are
+    rewritten by `unknown_tool_message`; the message and part objects themselves are never changed.
 
-    `messages` is the request's own list (`ModelRequestContext.messages`); its message objects are the run's
-    history, so a rewritten part stays rewritten for every later request. Every request is scanned, not only the
-    latest: a history passed in with `message_history=` (a run that ended right after such a retry, continued) holds
-    retries this proxy never saw. A rewritten part holds `_REWRITTEN` and is not rewritten again.
+    `messages` is the request's own list (`ModelRequestContext.messages`, a copy of the run's history list, so
+    replacing an item changes what this request sends and nothing else). Every request is scanned, not only the
+    latest: a history passed in with `message_history=` holds retries this proxy never saw. A part rewritten in an
+    earlier request gets the same copy again (`RetryRewrites`); a copy the proxy made is sent as it is.
     """
-    for message in messages:
+    rewrites = rewrites_of(runtime)
+
+    def text(part: ToolReturnPart) -> str:
+        return unknown_tool_message(part.tool_name, runtime, directory, visible)
+
+    for i, message in enumerate(messages):
         if not isinstance(message, ModelRequest):
             continue
-        parts: Any = message.parts
-        if not any(_is_unknown_tool_retry(p) for p in parts):
+        parts = message.parts
+        if not any(_is_unknown_tool_retry(p) and not rewrites.made(p) for p in parts):
             continue
-        new_parts = [
-            replace(p, content=unknown_tool_message(p.tool_name, runtime, directory, visible))
-            if _is_unknown_tool_retry(p)
-            else p
-            for p in parts
-        ]
-        if isinstance(parts, list):
-            parts[:] = new_parts
-        else:  # pragma: no cover - a tuple of parts
-            message.parts = new_parts
+        new_parts: list[Any] = []
+        for part in parts:
+            if _is_unknown_tool_retry(part) and not rewrites.made(part):
+                part = rewrites.rewritten(part, text)
+            new_parts.append(part)
+        # The request's metadata is copied too: Pydantic AI may record state on the outgoing request's dict.
+        messages[i] = replace(message, parts=new_parts, metadata=copy.deepcopy(message.metadata))

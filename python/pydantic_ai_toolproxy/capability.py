@@ -184,9 +184,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                 that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
                 no server of the file, or an invalid description (naming the group).
         """
-        from ._mcp_config import from_mcp_config
+        from ._mcp_config import mcp_groups
 
-        return from_mcp_config(path, descriptions=descriptions, config=config)
+        return cls(groups=mcp_groups(path, descriptions), config=config)
 
     @classmethod
     def _placed(
@@ -356,6 +356,27 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         return guidance(runtime.config)
 
     # --- hooks ---
+
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractCapability[AgentDepsT]:
+        """Bind the sources to the run (`WrapperCapability.for_run`); refuse a realtime session.
+
+        A realtime session (`agent.realtime(model).session()`) fixes the tools it advertises at connect and never
+        calls `before_model_request`, where the proxy hides its members and adds the group enum: the model would be
+        offered every member directly and each call of one refused. Capabilities are bound (`for_run`) before the
+        session connects, so the refusal comes first: nothing is connected or advertised.
+
+        Raises:
+            UserError: in a realtime session (`ctx.realtime`), when the proxy has groups; naming realtime.
+        """
+        if self.groups and getattr(ctx, 'realtime', False) is True:
+            raise UserError(
+                'ToolProxyCapability does not support realtime sessions (agent.realtime(model).session()): a '
+                'session never calls before_model_request, where the proxy hides its grouped tools and adds the '
+                'group list, so the model would be offered every grouped tool directly. Run the proxy in agent runs '
+                '(run, run_stream, iter), and give a realtime session its tools directly, from an agent without '
+                'ToolProxyCapability.'
+            )
+        return await super().for_run(ctx)
 
     async def before_model_request(
         self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext

@@ -12,7 +12,7 @@ mcp_stdio = "python mcp_server.py"            # or mcp_http = "https://mcp.examp
 [sources.host-status]
 module = "hosttools:status_toolset"
 [sources.desktop]
-mcp_config = "mcp.json"                       # an mcpServers file: one group per server (group ids: from_mcp_config)
+mcp_config = "mcp.json"                       # an mcpServers file: one group per server (group ids: ToolProxyCapability.from_mcp_config)
 descriptions = { github = "Issues and pull requests" }   # optional, by server name
 
 [[tool_sources]]

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset
 
-from .._mcp_config import MCPServerToolset
+from .._mcp_config import MCPServerToolset, first_listing
 from ._config import load_config
 from ._progress import Progress
 from ._sources import SourceError, SourceSpec, Surface, build_surface
@@ -64,7 +64,7 @@ async def _start(
     with progress.step(f'starting MCP server {server.server!r} ({origin})') as step:
         try:
             await stack.enter_async_context(toolset)
-            step.done(f'{len(await toolset.list_tools())} tools from MCP server {server.server!r} ({origin})')
+            step.done(f'{len(await first_listing(toolset))} tools from MCP server {server.server!r} ({origin})')
             return True
         except Exception as exc:
             where = f'group {group!r}' if group is not None else 'its tools'
