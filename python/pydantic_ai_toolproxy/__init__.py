@@ -4,11 +4,13 @@ Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for 
 `ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
 `ToolProxyCapability.explain`; for hybrid search, where tool vectors are kept: the `EmbeddingStore` interface,
-`SQLiteEmbeddingStore` (the embedded default) and `MemoryEmbeddingStore`. `__version__` is the Rust extension's, from Cargo.toml (the one place it is
+`SQLiteEmbeddingStore` (the embedded default) and `MemoryEmbeddingStore`; and `search_strategy` (this package's
+ranking for Pydantic AI's own `ToolSearch`). `__version__` is the Rust extension's, from Cargo.toml (the one place it is
 written; maturin gives the wheel the same).
 """
 
 from . import _core
+from ._strategy import ToolProxySearchStrategy, search_strategy
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
 from .embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore, default_embedding_cache_path
@@ -26,7 +28,9 @@ __all__ = (
     'ToolProxyConfig',
     'ToolProxyGroup',
     'ToolProxyPlan',
+    'ToolProxySearchStrategy',
     'ToolProxySelection',
     'default_embedding_cache_path',
+    'search_strategy',
 )
 __version__: str = _core.__version__
