@@ -6,6 +6,9 @@
 
 * **BFCL** (``bench/corpus.py``): 1,582 tools in the demo's 17 topic groups, 2,501 questions, the user's
   question as the query.
+* **ToolSearch strategies** (``bench/toolsearch.py``, ``--corpus toolsearch``): Pydantic AI's own ``ToolSearch`` over
+  1,000 and 10,000 deferred BFCL tools in real agent runs, its ``'keywords'`` strategy against this package's
+  ``search_strategy()``: recall and milliseconds per call (about 3 minutes).
 * **Agent queries** (``bench/agent_corpus.py``, ``bench/agent_queries/``): the tools of real MCP servers from
   PyPI, one group per server with the package's own summary as its description, and queries written the way
   agents search (a kind of server plus an action, 5-20 words), each with its relevant tools. Its reference rows
@@ -300,7 +303,12 @@ def report(
 def main() -> int:
     """Run the benchmark and print its tables; return the exit status (1 only with `--check` and a miss)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--corpus', choices=['all', 'bfcl', 'agent'], default='all', help='which corpus (default both)')
+    parser.add_argument(
+        '--corpus',
+        choices=['all', 'bfcl', 'agent', 'toolsearch'],
+        default='all',
+        help='which corpus (default all; toolsearch: the ToolSearch strategies over BFCL, bench/toolsearch.py)',
+    )
     parser.add_argument('--jobs', type=int, default=2, help='worker processes (default 2)')
     parser.add_argument(
         '--check', action='store_true', help='exit 1 unless the BFCL targets and every reference are beaten'
@@ -407,6 +415,10 @@ def main() -> int:
         problems += found
     elif not args.no_hybrid:
         print(f'\nHybrid rows skipped: {missing}.')
+    if args.corpus in ('all', 'toolsearch'):
+        import toolsearch
+
+        toolsearch.report()
     return 1 if problems and args.check else 0
 
 

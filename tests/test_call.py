@@ -175,6 +175,30 @@ async def test_unexpected_failure_says_outcome_uncertain_and_run_continues() -> 
     assert result.output == 'done'
 
 
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError('str() of this error raises')
+
+
+async def test_an_error_whose_text_cannot_be_read_is_still_an_uncertain_failure() -> None:
+    """A target's exception whose `str()` raises: the model still reads an uncertain-outcome failure naming the
+    error's type, and the run goes on (the proxy's message building never raises an error of its own)."""
+
+    def flaky_export(path: str) -> str:
+        """Export a report."""
+        raise _Unprintable
+
+    proxy = ToolProxyCapability(
+        groups={'reports': ToolProxyGroup(source=FunctionToolset([flaky_export]), description='Reports')}
+    )
+    script = Script([[(CALL, {'group': 'reports', 'tool': 'flaky_export', 'arguments': {'path': '/tmp/r'}})]])
+    result = await Agent(script.model, capabilities=[proxy]).run('go')
+    (part,) = call_returns(result)
+    text = part.model_response_str(wrap_if_error=False)
+    assert part.outcome == 'failed' and 'uncertain' in text and '_Unprintable' in text, text
+    assert result.output == 'done'
+
+
 async def test_call_control_is_sequential() -> None:
     active = 0
     peak = 0

@@ -187,3 +187,36 @@ async def test_a_question_from_the_body_says_an_answer_is_needed() -> None:
     result = await Agent(script.model, capabilities=[proxy]).run('go')
     (part,) = [p for p in returns(result.all_messages()) if p.tool_name == CALL]
     assert '(an answer)' in part.model_response_str(wrap_if_error=False)
+
+
+async def test_a_source_wrapped_in_approval_required_says_the_tool_did_not_run() -> None:
+    """Pydantic AI's own declaration for a whole toolset (`FunctionToolset(...).approval_required()`): its wrapper
+    asks for approval before the tool body is called, so nothing ran; a call it lets through (the function says no
+    approval is needed) runs as usual."""
+    source = FunctionToolset([delete_account, plain]).approval_required(
+        lambda ctx, tool_def, args: tool_def.name == 'delete_account'
+    )
+    proxy = ToolProxyCapability(groups={'jobs': ToolProxyGroup(source=source, description='Background jobs')})
+    script = Script(
+        [
+            [(CALL, {'group': 'jobs', 'tool': 'delete_account', 'arguments': {'account_id': 3}})],
+            [(CALL, {'group': 'jobs', 'tool': 'plain', 'arguments': {'note': 'x'}})],
+        ]
+    )
+    result = await Agent(script.model, capabilities=[proxy]).run('go')
+    declared, passed = [p for p in returns(result.all_messages()) if p.tool_name == CALL]
+    text = declared.model_response_str(wrap_if_error=False)
+    assert declared.outcome == 'failed' and DID_NOT_RUN in text and MAY_HAVE_STARTED not in text, text
+    assert passed.outcome == 'success' and JOBS == ['plain']
+
+
+async def test_a_source_wrapped_in_approval_required_runs_once_approved_inline() -> None:
+    async def approve(ctx: RunContext[Any], requests: DeferredToolRequests) -> DeferredToolResults:
+        return requests.build_results(approve_all=True) if requests.approvals else DeferredToolResults()
+
+    source = FunctionToolset([delete_account]).approval_required()
+    proxy = ToolProxyCapability(groups={'jobs': ToolProxyGroup(source=source, description='Background jobs')})
+    script = Script([[(CALL, {'group': 'jobs', 'tool': 'delete_account', 'arguments': {'account_id': 3}})]])
+    result = await Agent(script.model, capabilities=[proxy, HandleDeferredToolCalls(handler=approve)]).run('go')
+    (part,) = [p for p in returns(result.all_messages()) if p.tool_name == CALL]
+    assert part.outcome == 'success' and part.model_response_str() == 'deleted' and JOBS == ['deleted']

@@ -5,11 +5,12 @@ Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for 
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
 `ToolProxyCapability.explain`; for hybrid search, where tool vectors are kept: the `EmbeddingStore` interface,
 `SQLiteEmbeddingStore` (the embedded default), `MemoryEmbeddingStore` and `default_embedding_cache_path()` (the
-default file). `__version__` is the Rust extension's, from Cargo.toml (the one place it is written; maturin gives
-the wheel the same).
+default file); and `search_strategy` (this package's ranking for Pydantic AI's own `ToolSearch`). `__version__` is
+the Rust extension's, from Cargo.toml (the one place it is written; maturin gives the wheel the same).
 """
 
 from . import _core
+from ._strategy import ToolProxySearchStrategy, search_strategy
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
 from .embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore, default_embedding_cache_path
@@ -27,7 +28,9 @@ __all__ = (
     'ToolProxyConfig',
     'ToolProxyGroup',
     'ToolProxyPlan',
+    'ToolProxySearchStrategy',
     'ToolProxySelection',
     'default_embedding_cache_path',
+    'search_strategy',
 )
 __version__: str = _core.__version__

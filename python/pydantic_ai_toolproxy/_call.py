@@ -291,8 +291,11 @@ def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any], member: Memb
 
 def _uncertain(member: Member, what: str, error: BaseException, fallback: str = '') -> str:
     """The failure message of a call whose effects are unknown (spec: "Uncertain effects"). `fallback` describes
-    the error when its own text is empty (a bare `TimeoutError`)."""
-    detail = str(error) or fallback
+    the error when its own text is empty (a bare `TimeoutError`) or cannot be read (a `__str__` that raises)."""
+    try:
+        detail = str(error) or fallback
+    except Exception:  # the target's exception cannot describe itself: its type still names it
+        detail = fallback or 'its text cannot be read'
     return bounded(
         f'Tool {member.local_name!r} in group {member.group!r} {what} ({type(error).__name__}: '
         f'{cut(detail, MAX_ERROR_CHARS)}). Its outcome is uncertain: it may have had effects. Check the current '

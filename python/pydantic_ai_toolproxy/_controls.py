@@ -23,11 +23,12 @@ from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from . import _search
 from ._call import run_call
 from ._instructions import call_description, group_summary, search_description
 from ._interop import CONTROLS_POLICY, ControlsPolicy, interop_for
 from ._runtime import ProxyRuntime
-from ._search import run_search
+from ._spans import called, searched
 from .config import ToolProxyConfig
 
 __all__ = ('Advertised', 'ControlToolset', 'advertised_controls', 'advertised_schema', 'with_groups')
@@ -204,7 +205,8 @@ class ControlToolset(FunctionToolset[Any]):
             ] = 0,
         ) -> dict[str, Any]:
             """Find grouped tools by keywords and return their current schemas."""
-            return await run_search(ctx, runtime, query, group, limit, offset)
+            # Looked up per call: `_search.search_page` is the one ranking entry point (tests wrap it there).
+            return await searched(ctx, runtime, query, group, limit, offset, _search.search_page)
 
         async def call(
             ctx: RunContext[Any],
@@ -218,7 +220,7 @@ class ControlToolset(FunctionToolset[Any]):
             ] = None,
         ) -> Any:
             """Call one grouped tool by group, local tool name and an arguments object."""
-            return await run_call(ctx, runtime, group, tool, arguments)
+            return await called(ctx, runtime, group, tool, arguments, run_call)
 
         super().__init__(
             [

@@ -14,10 +14,10 @@ from operator import attrgetter
 from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic_ai.capabilities import WrapperCapability
-from pydantic_ai.exceptions import UserError
+from pydantic_ai.exceptions import ApprovalRequired, UserError
 from pydantic_ai.messages import InstructionPart
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset, AgentToolset, WrapperToolset
+from pydantic_ai.toolsets import AbstractToolset, AgentToolset, ApprovalRequiredToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._interop import interop_for
@@ -415,16 +415,28 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
-        entry = member_entry.get()
-        if entry is not None and entry.canonical == name:
-            entry.entered = True
+        """Call the source's tool under its local name.
+
+        A source wrapped in Pydantic AI's `ApprovalRequiredToolset` (`.approval_required()`, outermost) declares its
+        approvals before anything runs: its check is made here, once, and a call it holds raises `ApprovalRequired`
+        without the source being entered (the call control then says the tool did not run).
+
+        Raises:
+            ApprovalRequired: the outermost `ApprovalRequiredToolset` layers require approval for this call.
+        """
         local = local_name(name, self.group)
         ctx = replace(ctx, tool_name=local)
         source = interop_for(ctx).source_tool(tool)
-        if source is not None:
-            return await self.wrapped.call_tool(local, tool_args, ctx, source)
-        tool = replace(tool, tool_def=replace(tool.tool_def, name=local))
-        return await self.wrapped.call_tool(local, tool_args, ctx, tool)
+        target = source if source is not None else replace(tool, tool_def=replace(tool.tool_def, name=local))
+        toolset: AbstractToolset[AgentDepsT] = self.wrapped
+        while type(toolset) is ApprovalRequiredToolset:
+            if not ctx.tool_call_approved and toolset.approval_required_func(ctx, target.tool_def, tool_args):
+                raise ApprovalRequired
+            toolset = toolset.wrapped
+        entry = member_entry.get()
+        if entry is not None and entry.canonical == name:
+            entry.entered = True
+        return await toolset.call_tool(local, tool_args, ctx, target)
 
     async def get_instructions(
         self, ctx: RunContext[AgentDepsT]

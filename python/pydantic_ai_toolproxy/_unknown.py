@@ -15,9 +15,10 @@ What is sent is a copy: the message objects of the run's history, of the host's 
 earlier run's `result.all_messages()` are never changed, so a stored transcript keeps Pydantic AI's own text and
 an agent without the proxy can continue it. A retry is recognised by what Pydantic AI recorded on it
 (`outcome='retried'`, `cause='unknown_tool'`), never by its text, so no tool name (not even the words of the
-rewritten text) keeps the long list; the first copy made of a part is reused for that part in every later request
-(the same bytes every time, by the identity of the original part), and a copy the proxy made is recognised by its
-identity and sent as it is.
+rewritten text) keeps the long list; the first copy made of a part in a run is reused for that part in every later request of the run
+(the same bytes every time, by the identity of the original part and the run), and a copy the proxy made is
+recognised by its identity and sent as it is. Another run (another tenant's, starting from the same transcript
+objects) gets a copy written for its own step's tools, never one written for another run's.
 
 The retry budget is unchanged: Pydantic AI counts the unknown name against the agent's default retries, as it does
 without the proxy. Only the text the model receives changes.
@@ -58,7 +59,9 @@ forgotten (a part seen again is rewritten afresh)."""
 
 
 class RetryRewrites:
-    """The rewritten copy of each unknown-tool retry part, by the identity of the original part.
+    """The rewritten copy of each unknown-tool retry part, by the identity of the original part and the run that
+    sends it (a copy names the tools of that run's steps, so another run, e.g. another tenant's starting from the
+    same transcript objects, gets its own).
 
     An entry lives as long as its original part (a weak reference drops it), and at most `MAX_REWRITES` entries are
     kept. `made` tells a copy from this cache apart from any other part, by identity: something a model cannot
@@ -66,7 +69,7 @@ class RetryRewrites:
     """
 
     def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[ToolReturnPart], ToolReturnPart]] = {}
+        self._entries: dict[int, tuple[weakref.ref[ToolReturnPart], ToolReturnPart, str | None]] = {}
         self._copies: dict[int, weakref.ref[ToolReturnPart]] = {}
 
     def __len__(self) -> int:
@@ -77,22 +80,26 @@ class RetryRewrites:
         ref = self._copies.get(id(part))
         return ref is not None and ref() is part
 
-    def rewritten(self, part: ToolReturnPart, text: Callable[[ToolReturnPart], str]) -> ToolReturnPart:
-        """The rewritten copy of `part`: the one made earlier for this very object, else a new copy with content
-        `text(part)`, remembered."""
+    def rewritten(
+        self, part: ToolReturnPart, text: Callable[[ToolReturnPart], str], run_id: str | None = None
+    ) -> ToolReturnPart:
+        """The rewritten copy of `part` for the run `run_id`: the one made earlier for this very object in that run,
+        else a new copy with content `text(part)`, remembered (replacing a copy made for another run)."""
         key = id(part)
         entry = self._entries.get(key)
         if entry is not None and entry[0]() is part:
-            return entry[1]
+            if entry[2] == run_id:
+                return entry[1]
+            self._copies.pop(id(entry[1]), None)
         new = replace(part, content=text(part))
         while len(self._entries) >= MAX_REWRITES:
             try:
                 oldest = next(iter(self._entries))
-                _, dropped = self._entries.pop(oldest)
+                _, dropped, _ = self._entries.pop(oldest)
                 self._copies.pop(id(dropped), None)
             except (StopIteration, KeyError, RuntimeError):  # emptied or changed by a concurrent drop
                 break
-        self._entries[key] = (weakref.ref(part, self._dropper(key)), new)
+        self._entries[key] = (weakref.ref(part, self._dropper(key)), new, run_id)
         self._copies[id(new)] = weakref.ref(new)
         return new
 
@@ -165,7 +172,11 @@ def unknown_tool_message(name: str, runtime: ProxyRuntime, directory: Directory,
 
 
 def shorten_unknown_tool_retries(
-    messages: list[ModelMessage], runtime: ProxyRuntime, directory: Directory, visible: Sequence[str]
+    messages: list[ModelMessage],
+    runtime: ProxyRuntime,
+    directory: Directory,
+    visible: Sequence[str],
+    run_id: str | None = None,
 ) -> None:
     """Replace, in the list `messages`, each request holding an unknown-tool retry by a copy whose retries are
     rewritten by `unknown_tool_message`; the message and part objects themselves are never changed.
@@ -173,7 +184,8 @@ def shorten_unknown_tool_retries(
     `messages` is the request's own list (`ModelRequestContext.messages`, a copy of the run's history list, so
     replacing an item changes what this request sends and nothing else). Every request is scanned, not only the
     latest: a history passed in with `message_history=` holds retries this proxy never saw. A part rewritten in an
-    earlier request gets the same copy again (`RetryRewrites`); a copy the proxy made is sent as it is.
+    earlier request of the same run (`run_id`) gets the same copy again (`RetryRewrites`); a copy the proxy made is
+    sent as it is.
     """
     rewrites = rewrites_of(runtime)
 
@@ -189,7 +201,7 @@ def shorten_unknown_tool_retries(
         new_parts: list[Any] = []
         for part in parts:
             if _is_unknown_tool_retry(part) and not rewrites.made(part):
-                part = rewrites.rewritten(part, text)
+                part = rewrites.rewritten(part, text, run_id)
             new_parts.append(part)
         # The request's metadata is copied too: Pydantic AI may record state on the outgoing request's dict.
         messages[i] = replace(message, parts=new_parts, metadata=copy.deepcopy(message.metadata))

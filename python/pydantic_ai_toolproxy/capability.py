@@ -412,7 +412,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         if directory.groups and search_def is not None and call_def is not None:
             kept.extend(advertised_controls(self._controls, search_def, call_def, directory.groups))
         request_context.model_request_parameters = replace(params, function_tools=kept)
-        shorten_unknown_tool_retries(request_context.messages, runtime, directory, [t.name for t in kept])
+        shorten_unknown_tool_retries(request_context.messages, runtime, directory, [t.name for t in kept], ctx.run_id)
         return request_context
 
     def _refuse_rewrapping(self, foreign: Sequence[Any]) -> None:

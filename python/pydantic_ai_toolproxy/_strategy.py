@@ -1,0 +1,322 @@
+"""This package's ranking as a strategy for Pydantic AI's own `ToolSearch` over `defer_loading=True` tools.
+
+`ToolSearch(strategy=search_strategy())` keeps Pydantic AI's discovery flow (its `search_tools` control, or the
+provider's client-executed native surface, which keeps the prompt cache) and swaps the ranking: the strategy ranks
+the deferred tools with the Rust core's index (BM25F over name, description and parameter text; exact names
+first), kept across calls and runs and updated by each tool's fingerprint, never rebuilt per call. Given an
+embedder, it ranks hybrid (docs/hybrid-search.md): the tools' vectors come from the same pipeline as
+`ToolProxyConfig(embedder=...)`'s (`_vectors.ToolVectors`: batches, the embedding cache, background filling), kept
+with the index.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.tools import RunContext, ToolDefinition
+
+from . import _core
+from ._index_cache import _same_description, _same_descriptions, _same_schemas
+from .config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+    from ._vectors import ToolVectors
+    from .embedding_store import EmbeddingStore
+
+__all__ = ('GROUP', 'ToolProxySearchStrategy', 'search_strategy')
+
+GROUP = ''
+"""The one group every deferred tool is indexed under: Pydantic AI's deferred tools have no groups, and an empty
+group name adds no searchable text (a real group name would be a term of every tool)."""
+
+
+def _cut_query(query: str) -> str:
+    """`query` cut to at most `MAX_QUERY_BYTES` UTF-8 bytes (at a character boundary): the cap the search control
+    enforces, applied here by searching the query's beginning, since a strategy answers with names, not retries."""
+    limit = _core.MAX_QUERY_BYTES
+    if len(query) <= limit // 4 or len(query.encode('utf-8', 'surrogatepass')) <= limit:
+        return query
+    return query.encode('utf-8', 'surrogatepass')[:limit].decode('utf-8', 'ignore')
+
+
+class ToolProxySearchStrategy:
+    """A `ToolSearch` strategy `(ctx, queries, tools) -> list[str]` ranking with this package's core.
+
+    Build it with `search_strategy()`. One instance holds one `_core.SearchIndex` for as long as it lives (the
+    `ToolSearch` capability that holds it, usually the agent's lifetime), so the index is built by the first search
+    and kept across calls and runs. Each call brings it to exactly the `tools` it is given, by fingerprint: the
+    lists of names, descriptions and schema objects are compared with the last call's (in C, microseconds at
+    10,000 tools); when they differ, only tools whose description or schema changed are upserted and vanished tools
+    are removed. Thread-safe: one lock covers syncing and ranking, so concurrent runs (in threads or tasks) each
+    rank exactly the tools of their own call. One strategy per tool collection is fastest: two agents with
+    different deferred tools sharing one strategy re-sync at every switch.
+
+    Without an embedder a call is synchronous (returns the names); with one it returns an awaitable (`ToolSearch`
+    awaits it): it embeds the tools it has no vector for (waiting up to `embedding_wait` seconds; the rest rank
+    by keywords until their vectors arrive) and each query (up to `query_timeout` seconds), then ranks hybrid.
+
+    Attributes:
+        max_results: Most names one call returns, 1-100 (`_core.MAX_RESULTS_LIMIT`). `ToolSearch` keeps at most
+            its own `max_results` (default 10) of them, so set both alike.
+        config: The hybrid settings (a `ToolProxyConfig` holding the embedder), or None for keyword ranking.
+        builds: How many calls changed the index (the first call, and each call whose tools changed since the
+            last): for tests and benchmarks.
+        upserted: How many tool records those calls (re-)indexed in all.
+        rankings: Per query of the latest call, `(kind, reason)`: `('hybrid', None)`, or `('keyword', reason)`
+            with reason None (no embedder) or why not hybrid (`query-timeout`, `embedder-error`, `no-vectors`,
+            `dimensions`).
+    """
+
+    def __init__(self, max_results: int, config: ToolProxyConfig | None = None) -> None:
+        self.max_results = max_results
+        self.config = config
+        self.builds = 0
+        self.upserted = 0
+        self.rankings: list[tuple[str, str | None]] = []
+        self._index = _core.SearchIndex()
+        self._lock = threading.Lock()
+        self._synced: dict[str, tuple[object, int]] = {}
+        """Per indexed tool: its description and its schema's content fingerprint as indexed (never the schema)."""
+        self._lists: tuple[list[str], list[object], list[object]] = ([], [], [])
+        self._vectors: ToolVectors | None = None
+        if config is not None and config.embedder is not None:
+            from ._vectors import ToolVectors, open_store
+
+            self._vectors = ToolVectors(config, {}, self._lock, lambda: open_store(config))
+
+    def __repr__(self) -> str:
+        hybrid = f', embedder={self.config.embedder!r}' if self.config is not None else ''
+        return f'search_strategy(max_results={self.max_results}{hybrid})'
+
+    def __call__(
+        self, ctx: RunContext[Any], queries: Sequence[str], tools: Sequence[ToolDefinition]
+    ) -> list[str] | Awaitable[list[str]]:
+        """The names of `tools` that best match `queries`, best first, at most `max_results` (an awaitable of
+        them when the strategy has an embedder).
+
+        Each query is ranked on its own; a name that is a query's exact tool name (as the core folds names: case,
+        fullwidth forms) comes first, then the queries' results interleave rank by rank (every query's best, then
+        every query's second, ...), each name once. Tools this run has already discovered
+        (`ctx.discovered_tool_names`) follow the fresh ones unless they are an exact name, as in Pydantic AI's
+        own keyword search. Blank queries are skipped; a query longer than `_core.MAX_QUERY_BYTES` UTF-8 bytes is
+        searched by its beginning. A query with nothing to look for (punctuation only) matches nothing.
+
+        Raises:
+            RuntimeError: the Rust core failed (never on a model's input); the index is dropped first, so the next
+                call rebuilds it.
+        """
+        texts = [_cut_query(q) for q in queries if isinstance(q, str) and q.strip()]
+        if self._vectors is None:
+            return self._rank(ctx, texts, tools, None)
+        return self._hybrid(ctx, texts, tools, self._vectors)
+
+    async def _hybrid(
+        self, ctx: RunContext[Any], texts: list[str], tools: Sequence[ToolDefinition], vectors: ToolVectors
+    ) -> list[str]:
+        """Sync (which queues the tools without a vector), wait for tool vectors, embed the queries, then rank."""
+        assert self.config is not None
+        with self._lock:
+            try:
+                self._sync(tools)
+            except RuntimeError:
+                self._reset()
+                raise
+        await vectors.wait_for_tools(self.config.embedding_wait)
+        query_vectors = [await vectors.query_vector(text) for text in texts]
+        return self._rank(ctx, texts, tools, query_vectors)
+
+    def _rank(
+        self,
+        ctx: RunContext[Any],
+        texts: list[str],
+        tools: Sequence[ToolDefinition],
+        query_vectors: list[tuple[bytes | None, str | None]] | None,
+    ) -> list[str]:
+        discovered = getattr(ctx, 'discovered_tool_names', None) or frozenset()
+        limit = self.max_results
+        fetch = limit + len(discovered)  # room for fresh tools behind the discovered ones
+        rankings: list[list[str]] = []
+        exact: list[str] = []
+        kinds: list[tuple[str, str | None]] = []
+        with self._lock:
+            try:
+                self._sync(tools)  # again: a concurrent call may have moved the index while this one awaited
+                for i, text in enumerate(texts):
+                    kind = self._ranking(query_vectors[i] if query_vectors is not None else None)
+                    kinds.append(kind)
+                    if kind[0] == 'hybrid':
+                        assert query_vectors is not None and self._vectors is not None
+                        vector = query_vectors[i][0]
+                        total, keys = self._index.search_hybrid(text, vector, None, 0, fetch, self._vectors.weight)
+                    else:
+                        total, keys = self._index.search(text, None, 0, fetch)
+                    if not total:
+                        continue
+                    named = 0
+                    for key in keys:
+                        explained = self._index.explain(text, None, key)
+                        if explained is None or not explained[0]:
+                            break
+                        named += 1
+                    if not named and _is_browse(text):
+                        continue
+                    exact += keys[:named]
+                    rankings.append(keys)
+            except RuntimeError:
+                self._reset()
+                raise
+        self.rankings = kinds
+        return _merged(exact, rankings, discovered, limit)
+
+    def _ranking(self, query_vector: tuple[bytes | None, str | None] | None) -> tuple[str, str | None]:
+        """`('hybrid', None)` when `query_vector` can rank with the tools' vectors, else `('keyword', why)`."""
+        vectors = self._vectors
+        if query_vector is None or vectors is None:
+            return ('keyword', None)
+        vector, reason = query_vector
+        if vector is None:
+            return ('keyword', reason)
+        if vectors.dimensions is None or not self._index.vector_count():
+            return ('keyword', 'no-vectors')
+        if len(vector) // 4 != vectors.dimensions:
+            vectors.dimension_mismatch(len(vector) // 4)
+            return ('keyword', 'dimensions')
+        return ('hybrid', None)
+
+    def _reset(self) -> None:
+        if self._vectors is not None:
+            self._vectors.forget(self._index)
+        self._index = _core.SearchIndex()
+        self._synced = {}
+        self._lists = ([], [], [])
+
+    def _sync(self, tools: Sequence[ToolDefinition]) -> None:
+        """Bring the index to `tools` (call with the lock held): nothing when their names, descriptions and schema
+        objects are the last call's (compared in C); else the tools whose description or schema content
+        (`_core.schema_fingerprints`) changed are upserted and the vanished removed. A schema edited in place (the
+        same dict, other contents) is therefore seen at the next change of the tool list, not before: replace the
+        schema (or the tool) to have it indexed at once."""
+        names = [t.name for t in tools]
+        descriptions: list[object] = [t.description for t in tools]
+        schemas: list[object] = [t.parameters_json_schema for t in tools]
+        old_names, old_descriptions, old_schemas = self._lists
+        if (
+            names == old_names
+            and _same_descriptions(descriptions, old_descriptions)
+            and _same_schemas(schemas, old_schemas)
+        ):
+            self._lists = (names, descriptions, schemas)
+            return
+        fingerprints, _ = _core.schema_fingerprints(schemas)
+        prints = memoryview(fingerprints).cast('Q').tolist() if fingerprints else []
+        synced = self._synced
+        fresh: dict[str, tuple[object, int]] = {}
+        upserts: list[tuple[str, str, str, str, object]] = []
+        for name, description, schema, fingerprint in zip(names, descriptions, schemas, prints):
+            if name in fresh:  # a name listed twice: the first definition counts, as in ToolSearch's own lookup
+                continue
+            old = synced.get(name)
+            if old is None or fingerprint == 0 or old[1] != fingerprint or not _same_description(old[0], description):
+                upserts.append((name, GROUP, name, description if isinstance(description, str) else '', schema))
+            fresh[name] = (description, fingerprint)
+        removed = [name for name in synced if name not in fresh]
+        if removed:
+            self._index.remove(removed)
+        if upserts:
+            self._index.upsert(upserts)
+        if self._vectors is not None and (removed or upserts):
+            self._vectors.follow(self._index, upserts, removed)
+        if removed or upserts:
+            self.builds += 1
+            self.upserted += len(upserts)
+        self._synced = fresh
+        self._lists = (names, descriptions, schemas)
+
+
+def _is_browse(text: str) -> bool:
+    """Whether the core would browse for `text` (nothing to look for): a strategy answers that with no names,
+    since every tool in name order is no match."""
+    return not any(c.isalnum() for c in text)
+
+
+def _merged(
+    exact: list[str], rankings: list[list[str]], discovered: frozenset[str] | set[str], limit: int
+) -> list[str]:
+    """Exact names first, then the rankings interleaved rank by rank (fresh tools before discovered ones), each
+    name once, at most `limit`."""
+    out: dict[str, None] = dict.fromkeys(exact)
+    later: list[str] = []
+    depth = max((len(r) for r in rankings), default=0)
+    for position in range(depth):
+        for ranking in rankings:
+            if position < len(ranking):
+                key = ranking[position]
+                if key in out:
+                    continue
+                if key in discovered:
+                    later.append(key)
+                else:
+                    out[key] = None
+    for key in later:
+        out.setdefault(key, None)
+    return list(out)[:limit]
+
+
+def search_strategy(
+    *,
+    max_results: int = 10,
+    embedder: Embedder | EmbeddingModel | str | None = None,
+    semantic_weight: float = ToolProxyConfig.semantic_weight,
+    embedding_cache: str | os.PathLike[str] | EmbeddingStore | DefaultEmbeddingCache | None = DEFAULT_EMBEDDING_CACHE,
+    embedding_wait: float = ToolProxyConfig.embedding_wait,
+    query_timeout: float = ToolProxyConfig.query_timeout,
+) -> ToolProxySearchStrategy:
+    """A strategy for Pydantic AI's `ToolSearch` that ranks deferred tools with this package's core.
+
+    ```python
+    from pydantic_ai import Agent, Tool
+    from pydantic_ai.capabilities import ToolSearch
+
+    from pydantic_ai_toolproxy import search_strategy
+
+
+    def get_weather(city: str) -> str:
+        \"\"\"Current weather of a city.\"\"\"
+        return 'sunny'
+
+
+    agent = Agent('test', tools=[Tool(get_weather, defer_loading=True)], capabilities=[ToolSearch(strategy=search_strategy())])
+    ```
+
+    Args:
+        max_results: Most names one search returns, 1-100; `ToolSearch` keeps at most its own `max_results`
+            (default 10) of them, so pass the same value to both.
+        embedder: Opt-in hybrid ranking, as `ToolProxyConfig.embedder` (an `Embedder`, an `EmbeddingModel`, or a
+            model name such as `'openai:text-embedding-3-small'`); None ranks by keywords alone.
+        semantic_weight, embedding_cache, embedding_wait, query_timeout: As the `ToolProxyConfig` fields of the
+            same names (docs/hybrid-search.md); used only with an embedder.
+
+    Raises:
+        ValueError: `max_results` not an int in 1..100, or a hybrid setting `ToolProxyConfig` refuses (naming it).
+    """
+    if isinstance(max_results, bool) or not isinstance(max_results, int):
+        raise ValueError(f'search_strategy: max_results must be an int, got {max_results!r}')
+    if not 1 <= max_results <= _core.MAX_RESULTS_LIMIT:
+        raise ValueError(
+            f'search_strategy: max_results must be between 1 and {_core.MAX_RESULTS_LIMIT}, got {max_results}'
+        )
+    if embedder is None:
+        return ToolProxySearchStrategy(max_results)
+    config = ToolProxyConfig(
+        embedder=embedder,
+        semantic_weight=semantic_weight,
+        embedding_cache=embedding_cache,
+        embedding_wait=embedding_wait,
+        query_timeout=query_timeout,
+    )
+    return ToolProxySearchStrategy(max_results, config)
