@@ -4,9 +4,9 @@ Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for 
 `ToolProxyPlan` / `ToolProxySelection` (applied with `plan.apply(definition)` or
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
 `ToolProxyCapability.explain`; for hybrid search, where tool vectors are kept: the `EmbeddingStore` interface,
-`SQLiteEmbeddingStore` (the embedded default) and `MemoryEmbeddingStore`; and `search_strategy` (this package's
-ranking for Pydantic AI's own `ToolSearch`). `__version__` is the Rust extension's, from Cargo.toml (the one place it is
-written; maturin gives the wheel the same).
+`SQLiteEmbeddingStore` (the embedded default), `MemoryEmbeddingStore` and `default_embedding_cache_path()` (the
+default file); and `search_strategy` (this package's ranking for Pydantic AI's own `ToolSearch`). `__version__` is
+the Rust extension's, from Cargo.toml (the one place it is written; maturin gives the wheel the same).
 """
 
 from . import _core

@@ -109,7 +109,7 @@ class ToolProxyPlan:
     Attributes:
         groups: Group name -> `ToolProxySelection`, copied into a read-only mapping at construction. Names
             follow the `ToolProxyGroup` rules (`^[A-Za-z][A-Za-z0-9_-]{0,31}$`, no `__`).
-        config: Control names and discovery limits of the surface.
+        config: The surface's `ToolProxyConfig`: control names, discovery limits and hybrid search settings.
 
     Raises:
         ValueError: an invalid group name or description; one capability or plugin ID selected by two groups.
