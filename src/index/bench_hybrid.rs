@@ -294,7 +294,6 @@ fn hybrid_search_over_100k() {
     let mut found = 0usize;
     let mut wanted = 0usize;
     let mut worst = 1.0f64;
-    let (mut exact_found, mut kept, mut changed) = (0usize, 0usize, 0usize);
     for &q in &sample {
         let query = normalized(&query_vectors[q]);
         let mut exact: Vec<(f32, u32)> = normalized_rows
@@ -311,22 +310,6 @@ fn hybrid_search_over_100k() {
             |_| true,
         );
         let hits = nearest.iter().filter(|n| truth.contains(&n.doc)).count();
-        let (exact_int8, _) = index.vectors.nearest_with_pool(
-            &Vectors::query(&query_vectors[q]),
-            fusion::NEAREST_POOL,
-            usize::MAX,
-            |_| true,
-        );
-        exact_found += exact_int8.iter().filter(|n| truth.contains(&n.doc)).count();
-        let exact_docs: std::collections::HashSet<u32> = exact_int8.iter().map(|n| n.doc).collect();
-        let same = nearest
-            .iter()
-            .filter(|n| exact_docs.contains(&n.doc))
-            .count();
-        kept += same;
-        if same < fusion::NEAREST_POOL {
-            changed += 1;
-        }
         worst = worst.min(hits as f64 / fusion::NEAREST_POOL as f64);
         found += hits;
         wanted += fusion::NEAREST_POOL;
@@ -335,15 +318,6 @@ fn hybrid_search_over_100k() {
         "recall@50 of the index's top-50 against exact f32: mean {:.4}, worst query {:.2} ({} questions)",
         found as f64 / wanted as f64,
         worst,
-        sample.len()
-    );
-    println!(
-        "recall@50 of the exact int8 scan against exact f32: {:.4}; the prefilter (pool {}) keeps \
-         {:.4} of the exact int8 top-50, and changes the top-50 of {} of {} questions",
-        exact_found as f64 / wanted as f64,
-        super::vectors::PREFILTER_POOL,
-        kept as f64 / wanted as f64,
-        changed,
         sample.len()
     );
 }

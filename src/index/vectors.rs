@@ -1,5 +1,5 @@
-//! Tool vectors (embeddings) for hybrid ranking: storage, quantization and the top-`k` by
-//! cosine.
+//! Tool vectors (embeddings) for hybrid ranking: storage, quantization and the exact top-`k`
+//! by cosine.
 //!
 //! Each vector is L2-normalized and quantized to `i8` codes (`round(127 * x / max |x|)`); the
 //! cosine of a query with a tool is the cosine between the query's codes and the tool's codes,
@@ -8,44 +8,18 @@
 //! inputs rank equally. The query is quantized finer, to `i16` codes (as many levels as keep the
 //! `i32` dot product from overflowing), so nearly all of the error is the tools' quantization.
 //!
-//! The codes are stored as bit planes, 64 dimensions per `u64` word: one sign plane (bit set: a
-//! negative code) and seven magnitude planes (bit `p` of `|code|`, at most 127). The codes are
-//! exactly those of an `i8` array (the planes are decoded back to them), but the sign planes of
-//! all tools lie in one contiguous array of `d / 8` bytes per tool, 48 B at 384 dimensions.
-//!
-//! Top-`k` ([`Vectors::nearest`]): an index of at most [`EXACT_UP_TO`] vectors is scanned
-//! exactly (every vector's codes decoded, its cosine computed). A larger one is first scanned
-//! over the sign planes only: each tool's prefilter score is the query's coarse codes
-//! ([`PREFILTER_BITS`] bits of magnitude) times the tool's signs, from `AND` and `popcount` of
-//! the planes; the [`PREFILTER_POOL`] best by that score are then decoded and ranked exactly, so
-//! the cosines are exactly those of the exact scan. The top-`k` can differ from the exact scan's
-//! only when one of its tools is outside the pool (docs/hybrid-search.md gives the measured
-//! recall).
-//!
-//! Storage, per tool with a vector at `d` dimensions: `8 * ceil(d / 64)` bytes of planes (`d`
-//! bytes when `d` is a multiple of 64), a 4-byte inverse norm, the slot's document (4 bytes) and
-//! the document's slot (4 bytes, per document slot): 396 B at 384 dimensions and 1,548 B at
-//! 1,536. Slots are dense (a dropped vector's slot is filled by the last one), so the scans read
-//! contiguous arrays.
+//! Storage, per tool with a vector at `d` dimensions: `d` bytes of codes, a 4-byte inverse norm,
+//! the slot's document (4 bytes) and the document's slot (4 bytes, per document slot): `d + 12`
+//! bytes, 396 B at 384 dimensions and 1,548 B at 1,536. Slots are dense (a dropped vector's slot is
+//! filled by the last one), so the scan reads one contiguous array.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 /// No slot / no document.
 const NONE: u32 = u32::MAX;
-/// Vectors decoded and scored per block of the exact scan.
+/// Vectors scored per block of the scan.
 const SCAN_BLOCK: usize = 256;
-/// Magnitude planes per vector (codes are at most 127 in magnitude).
-const MAGNITUDE_PLANES: usize = 7;
-/// Planes per vector: the sign plane and the magnitude planes.
-const PLANES: usize = 1 + MAGNITUDE_PLANES;
-
-/// Indexes of at most this many vectors are scanned exactly (no prefilter).
-pub const EXACT_UP_TO: usize = 8_192;
-/// Vectors the sign prefilter keeps for the exact rerank.
-pub const PREFILTER_POOL: usize = 3_072;
-/// Magnitude bits of the query's coarse codes in the prefilter score.
-pub const PREFILTER_BITS: usize = 6;
 
 /// Most dimensions a vector may have (the largest `OpenAI` embedding model has 3,072; this leaves room and keeps
 /// the query's codes at 8 bits or more, see [`query_range`]).
@@ -56,13 +30,8 @@ pub const MAX_DIMENSIONS: usize = 16_384;
 pub(super) struct Vectors {
     /// The one dimensionality (`None` until the first vector after a clear).
     dimensions: Option<usize>,
-    /// `u64` words per plane (`ceil(dimensions / 64)`).
-    words: usize,
-    /// The sign plane of each slot, `words` per slot, row-major.
-    signs: Vec<u64>,
-    /// The magnitude planes of each slot, `MAGNITUDE_PLANES * words` per slot (plane-major
-    /// within a slot).
-    magnitudes: Vec<u64>,
+    /// `i8` codes, `dimensions` per slot, row-major.
+    codes: Vec<i8>,
     /// `1 / ||codes||` per slot (0 for a zero vector).
     inverse_norms: Vec<f32>,
     /// The document of each slot.
@@ -71,77 +40,11 @@ pub(super) struct Vectors {
     doc_slot: Vec<u32>,
 }
 
-/// A query vector, quantized for [`Vectors::nearest`] and [`Vectors::cosine`].
+/// A query vector, quantized for [`Vectors::cosines`].
 #[derive(Debug, Clone)]
 pub(super) struct QueryVector {
     codes: Vec<i16>,
     inverse_norm: f64,
-    /// The coarse query for the prefilter: its sign plane and [`PREFILTER_BITS`] magnitude
-    /// planes (plane-major), 64 dimensions per word.
-    signs: Vec<u64>,
-    magnitudes: Vec<u64>,
-}
-
-/// Byte `k` of `SPREAD[b]` is bit `k` of `b` (0 or 1).
-const SPREAD: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let mut bit = 0;
-        while bit < 8 {
-            if byte & (1 << bit) != 0 {
-                table[byte] |= 1u64 << (8 * bit);
-            }
-            bit += 1;
-        }
-        byte += 1;
-    }
-    table
-};
-
-/// Packs `codes` (magnitudes at most 127) into a sign plane and [`MAGNITUDE_PLANES`] planes of
-/// `words` words each.
-fn pack(codes: &[i8], words: usize, signs: &mut [u64], magnitudes: &mut [u64]) {
-    signs.fill(0);
-    magnitudes.fill(0);
-    for (dimension, &code) in codes.iter().enumerate() {
-        let (word, bit) = (dimension / 64, dimension % 64);
-        if code < 0 {
-            signs[word] |= 1 << bit;
-        }
-        let magnitude = code.unsigned_abs();
-        for plane in 0..MAGNITUDE_PLANES {
-            if magnitude & (1 << plane) != 0 {
-                magnitudes[plane * words + word] |= 1 << bit;
-            }
-        }
-    }
-}
-
-/// Decodes one slot's planes back to its `i8` codes (`out.len()` = the dimensions).
-#[allow(clippy::inline_always)] // inlined into `decode_block_avx2`
-#[inline(always)]
-fn unpack(signs: &[u64], magnitudes: &[u64], out: &mut [i8]) {
-    let words = signs.len();
-    for (word, out) in out.chunks_mut(64).enumerate() {
-        let mut decoded = [0u8; 64];
-        for (byte, chunk) in decoded.chunks_exact_mut(8).enumerate() {
-            let shift = 8 * byte;
-            let mut magnitude = 0u64;
-            for plane in 0..MAGNITUDE_PLANES {
-                magnitude |=
-                    SPREAD[((magnitudes[plane * words + word] >> shift) & 0xFF) as usize] << plane;
-            }
-            // A negative code `-m` is `(m ^ 0xFF) + 1` per byte; no carry crosses a byte,
-            // since a negative code has `m >= 1`.
-            let negative = SPREAD[((signs[word] >> shift) & 0xFF) as usize];
-            let codes = (magnitude ^ (negative * 0xFF)).wrapping_add(negative);
-            chunk.copy_from_slice(&codes.to_le_bytes());
-        }
-        for (code, &byte) in out.iter_mut().zip(&decoded) {
-            *code = byte as i8;
-        }
-    }
 }
 
 /// Checks a little-endian `f32` buffer of `rows` vectors of `dimensions` and returns the values.
@@ -219,7 +122,7 @@ fn dot(query: &[i16], codes: &[i8]) -> i32 {
         .sum()
 }
 
-/// The dot products of `query` with `rows` (each `query.len()` codes) into `out`: the portable loop,
+/// The cosines of `query` with `rows` (each `query.len()` codes) into `out`: the portable loop,
 /// compiled once for the baseline target and once with AVX2 (chosen at run time, see
 /// [`dots`]). Integer arithmetic: both give the same values.
 #[allow(clippy::inline_always)] // inlined into `dots_avx2`, so compiled again with AVX2 there
@@ -292,95 +195,6 @@ impl PartialEq for Worse {
 
 impl Eq for Worse {}
 
-/// The prefilter's disagreement of a tool's sign plane with the coarse query: the sum over the
-/// dimensions whose signs differ of the query's coarse magnitude (lower is nearer; the query's
-/// coarse codes times the tool's signs are `sum |q| - 2 * disagreement`).
-#[allow(clippy::inline_always)] // inlined into `prefilter_popcnt`, so compiled again there
-#[inline(always)]
-fn disagreement(query_signs: &[u64], query_magnitudes: &[u64], signs: &[u64]) -> u32 {
-    let words = signs.len();
-    let mut total = 0u32;
-    for (word, (&query_sign, &sign)) in query_signs.iter().zip(signs).enumerate() {
-        let differ = query_sign ^ sign;
-        for plane in 0..PREFILTER_BITS {
-            total += (query_magnitudes[plane * words + word] & differ).count_ones() << plane;
-        }
-    }
-    total
-}
-
-/// The prefilter scan: the disagreement of every slot (`signs`: `words` per slot) into `out`.
-#[allow(clippy::inline_always)] // inlined into `prefilter_popcnt`
-#[inline(always)]
-fn prefilter_portable(query: &QueryVector, signs: &[u64], words: usize, out: &mut [u32]) {
-    for (row, out) in signs.chunks_exact(words).zip(out) {
-        *out = disagreement(&query.signs, &query.magnitudes, row);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,popcnt,bmi2")]
-fn prefilter_popcnt(query: &QueryVector, signs: &[u64], words: usize, out: &mut [u32]) {
-    prefilter_portable(query, signs, words, out);
-}
-
-/// [`prefilter_portable`], with the `popcnt` instruction when the CPU has it.
-fn prefilter(query: &QueryVector, signs: &[u64], words: usize, out: &mut [u32]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if use_popcnt() {
-            // SAFETY: the CPU supports popcnt (checked at run time).
-            unsafe { prefilter_popcnt(query, signs, words, out) };
-            return;
-        }
-    }
-    prefilter_portable(query, signs, words, out);
-}
-
-#[cfg(target_arch = "x86_64")]
-fn use_popcnt() -> bool {
-    static POPCNT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *POPCNT.get_or_init(|| {
-        std::env::var_os("TOOLPROXY_PORTABLE_SIMD").is_none()
-            && is_x86_feature_detected!("popcnt")
-            && is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("bmi2")
-    })
-}
-
-/// The top-`k` heap of [`Vectors::nearest`].
-struct TopK {
-    k: usize,
-    heap: BinaryHeap<Worse>,
-}
-
-impl TopK {
-    fn new(k: usize) -> Self {
-        Self {
-            k,
-            heap: BinaryHeap::with_capacity(k + 1),
-        }
-    }
-
-    fn push(&mut self, entry: Nearest) {
-        if self.heap.len() < self.k {
-            self.heap.push(Worse(entry));
-        } else if let Some(mut worst) = self.heap.peek_mut() {
-            if Worse(entry) < *worst {
-                *worst = Worse(entry);
-            }
-        }
-    }
-
-    fn into_sorted(self) -> Vec<Nearest> {
-        self.heap
-            .into_sorted_vec()
-            .into_iter()
-            .map(|worse| worse.0)
-            .collect()
-    }
-}
-
 impl Vectors {
     /// The dimensionality, once a vector is stored (until [`Self::clear`]).
     pub(super) fn dimensions(&self) -> Option<usize> {
@@ -416,67 +230,33 @@ impl Vectors {
         }
     }
 
-    fn sign_range(&self, slot: usize) -> std::ops::Range<usize> {
-        slot * self.words..(slot + 1) * self.words
-    }
-
-    fn magnitude_range(&self, slot: usize) -> std::ops::Range<usize> {
-        let per_slot = MAGNITUDE_PLANES * self.words;
-        slot * per_slot..(slot + 1) * per_slot
-    }
-
-    /// The `i8` codes of `slot` into `out` (the dimensions long).
-    #[allow(clippy::inline_always)] // inlined into `decode_block_avx2`
-    #[inline(always)]
-    fn decode(&self, slot: usize, out: &mut [i8]) {
-        unpack(
-            &self.signs[self.sign_range(slot)],
-            &self.magnitudes[self.magnitude_range(slot)],
-            out,
-        );
-    }
-
     /// Stores `vector` (checked: finite, of the index's dimensionality) for `doc`, replacing its
     /// vector.
     pub(super) fn set(&mut self, doc: u32, vector: &[f32]) {
         let dimensions = vector.len();
         debug_assert!(self.check_dimensions(dimensions).is_ok());
         self.dimensions = Some(dimensions);
-        self.words = dimensions.div_ceil(64);
         let codes = quantize(vector, 127.0, |x| x as i8);
         let norm = inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32;
-        let slot = if let Some(slot) = self.slot(doc) {
-            slot
-        } else {
-            let slot = self.slot_doc.len();
-            self.signs.resize(self.signs.len() + self.words, 0);
-            self.magnitudes
-                .resize(self.magnitudes.len() + MAGNITUDE_PLANES * self.words, 0);
-            self.inverse_norms.push(0.0);
-            self.slot_doc.push(doc);
-            if self.doc_slot.len() <= doc as usize {
-                self.doc_slot.resize(doc as usize + 1, NONE);
-            }
-            self.doc_slot[doc as usize] = slot as u32;
-            slot
-        };
-        let (signs, magnitudes) = (self.sign_range(slot), self.magnitude_range(slot));
-        pack(
-            &codes,
-            self.words,
-            &mut self.signs[signs],
-            &mut self.magnitudes[magnitudes],
-        );
-        self.inverse_norms[slot] = norm;
+        if let Some(slot) = self.slot(doc) {
+            self.codes[slot * dimensions..(slot + 1) * dimensions].copy_from_slice(&codes);
+            self.inverse_norms[slot] = norm;
+            return;
+        }
+        let slot = self.slot_doc.len() as u32;
+        self.codes.extend_from_slice(&codes);
+        self.inverse_norms.push(norm);
+        self.slot_doc.push(doc);
+        if self.doc_slot.len() <= doc as usize {
+            self.doc_slot.resize(doc as usize + 1, NONE);
+        }
+        self.doc_slot[doc as usize] = slot;
     }
 
     /// Makes room for `added` more vectors of `dimensions` (exactly: a bulk load allocates no
     /// spare capacity) and for the slots of `docs` documents.
     pub(super) fn reserve(&mut self, added: usize, dimensions: usize, docs: usize) {
-        let words = dimensions.div_ceil(64);
-        self.signs.reserve_exact(added * words);
-        self.magnitudes
-            .reserve_exact(added * words * MAGNITUDE_PLANES);
+        self.codes.reserve_exact(added * dimensions);
         self.inverse_norms.reserve_exact(added);
         self.slot_doc.reserve_exact(added);
         if self.doc_slot.len() < docs {
@@ -488,20 +268,19 @@ impl Vectors {
     /// Drops the vector of `doc` (none: nothing happens). The last slot moves into its place.
     pub(super) fn drop_doc(&mut self, doc: u32) {
         let Some(slot) = self.slot(doc) else { return };
+        let dimensions = self.dimensions.unwrap_or(0);
         let last = self.slot_doc.len() - 1;
         if slot != last {
-            let (from, to) = (self.sign_range(last), self.sign_range(slot).start);
-            self.signs.copy_within(from, to);
-            let (from, to) = (self.magnitude_range(last), self.magnitude_range(slot).start);
-            self.magnitudes.copy_within(from, to);
+            self.codes.copy_within(
+                last * dimensions..(last + 1) * dimensions,
+                slot * dimensions,
+            );
             self.inverse_norms[slot] = self.inverse_norms[last];
             let moved = self.slot_doc[last];
             self.slot_doc[slot] = moved;
             self.doc_slot[moved as usize] = slot as u32;
         }
-        self.signs.truncate(last * self.words);
-        self.magnitudes
-            .truncate(last * self.words * MAGNITUDE_PLANES);
+        self.codes.truncate(last * dimensions);
         self.inverse_norms.truncate(last);
         self.slot_doc.truncate(last);
         self.doc_slot[doc as usize] = NONE;
@@ -545,22 +324,21 @@ impl Vectors {
 
     /// Releases unused capacity.
     pub(super) fn shrink_to_fit(&mut self) {
-        self.signs.shrink_to_fit();
-        self.magnitudes.shrink_to_fit();
+        self.codes.shrink_to_fit();
         self.inverse_norms.shrink_to_fit();
         self.slot_doc.shrink_to_fit();
         self.doc_slot.shrink_to_fit();
     }
 
-    /// Bytes held per stored vector at `dimensions` (planes, inverse norm, slot's document,
+    /// Bytes held per stored vector at `dimensions` (codes, inverse norm, slot's document,
     /// document's slot).
     pub(super) const fn bytes_per_vector(dimensions: usize) -> usize {
-        8 * PLANES * dimensions.div_ceil(64) + 4 + 4 + 4
+        dimensions + 4 + 4 + 4
     }
 
     /// Bytes allocated for the vectors now (capacities).
     pub(super) fn heap_bytes(&self) -> usize {
-        8 * (self.signs.capacity() + self.magnitudes.capacity())
+        self.codes.capacity()
             + 4 * (self.inverse_norms.capacity()
                 + self.slot_doc.capacity()
                 + self.doc_slot.capacity())
@@ -571,171 +349,72 @@ impl Vectors {
         let range = query_range(vector.len());
         let codes = quantize(vector, range, |x| x as i16);
         let inverse_norm = inverse_norm(codes.iter().map(|&c| i64::from(c)));
-        let words = vector.len().div_ceil(64);
-        let coarse = quantize(vector, ((1 << PREFILTER_BITS) - 1) as f32, |x| x);
-        let mut signs = vec![0u64; words];
-        let mut magnitudes = vec![0u64; PREFILTER_BITS * words];
-        for (dimension, &code) in coarse.iter().enumerate() {
-            let (word, bit) = (dimension / 64, dimension % 64);
-            if code < 0 {
-                signs[word] |= 1 << bit;
-            }
-            for plane in 0..PREFILTER_BITS {
-                if code.unsigned_abs() & (1 << plane) != 0 {
-                    magnitudes[plane * words + word] |= 1 << bit;
-                }
-            }
-        }
         QueryVector {
             codes,
             inverse_norm,
-            signs,
-            magnitudes,
         }
     }
 
-    fn cosine_of(&self, query: &QueryVector, slot: usize, dot: i32) -> f32 {
-        (f64::from(dot) * query.inverse_norm * f64::from(self.inverse_norms[slot])) as f32
+    fn cosine_of_slot(&self, query: &QueryVector, slot: usize) -> f32 {
+        let dimensions = query.codes.len();
+        let codes = &self.codes[slot * dimensions..(slot + 1) * dimensions];
+        (f64::from(dot(&query.codes, codes))
+            * query.inverse_norm
+            * f64::from(self.inverse_norms[slot])) as f32
     }
 
     /// The cosine of `query` with the vector of `doc` (`None`: no vector).
     pub(super) fn cosine(&self, query: &QueryVector, doc: u32) -> Option<f32> {
-        let slot = self.slot(doc)?;
-        let mut codes = vec![0i8; query.codes.len()];
-        self.decode(slot, &mut codes);
-        Some(self.cosine_of(query, slot, dot(&query.codes, &codes)))
-    }
-
-    /// The codes of `slots` into `rows` (`dimensions` each), with AVX2 and BMI2 when the CPU
-    /// has them (the same codes either way).
-    fn decode_block(&self, slots: &[u32], rows: &mut [i8]) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if use_popcnt() {
-                // SAFETY: the CPU supports these instructions (checked at run time).
-                unsafe { self.decode_block_avx2(slots, rows) };
-                return;
-            }
-        }
-        self.decode_block_portable(slots, rows);
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,popcnt,bmi2")]
-    fn decode_block_avx2(&self, slots: &[u32], rows: &mut [i8]) {
-        self.decode_block_portable(slots, rows);
-    }
-
-    #[allow(clippy::inline_always)] // inlined into `decode_block_avx2`
-    #[inline(always)]
-    fn decode_block_portable(&self, slots: &[u32], rows: &mut [i8]) {
-        let dimensions = self.dimensions.unwrap_or(0);
-        for (&slot, row) in slots.iter().zip(rows.chunks_exact_mut(dimensions)) {
-            self.decode(slot as usize, row);
-        }
-    }
-
-    /// Scores `slots` exactly (decoded codes, integer dot products) into `top`.
-    fn rank_exactly(&self, query: &QueryVector, slots: &[u32], top: &mut TopK) {
-        let dimensions = query.codes.len();
-        let mut rows = vec![0i8; SCAN_BLOCK.min(slots.len()) * dimensions];
-        let mut block = [0i32; SCAN_BLOCK];
-        for slots in slots.chunks(SCAN_BLOCK) {
-            self.decode_block(slots, &mut rows);
-            dots(
-                &query.codes,
-                &rows[..slots.len() * dimensions],
-                &mut block[..slots.len()],
-            );
-            for (&slot, &dot) in slots.iter().zip(&block) {
-                let slot = slot as usize;
-                top.push(Nearest {
-                    doc: self.slot_doc[slot],
-                    cosine: self.cosine_of(query, slot, dot),
-                });
-            }
-        }
+        self.slot(doc).map(|slot| self.cosine_of_slot(query, slot))
     }
 
     /// The `k` documents nearest to `query` among those `selected` accepts, best first (cosine
     /// descending, then document ascending), and how many were scanned (the selected documents
-    /// with a vector). Exact up to [`EXACT_UP_TO`] vectors, else through the sign prefilter
-    /// (see the module docs).
+    /// with a vector).
     pub(super) fn nearest(
         &self,
         query: &QueryVector,
         k: usize,
         selected: impl Fn(u32) -> bool,
     ) -> (Vec<Nearest>, usize) {
-        let pool = if self.len() <= EXACT_UP_TO {
-            usize::MAX
-        } else {
-            PREFILTER_POOL.max(k)
-        };
-        self.nearest_with_pool(query, k, pool, selected)
-    }
-
-    /// [`Self::nearest`] with the prefilter keeping `pool` vectors (`usize::MAX`, or any pool
-    /// at least the selected vectors: the exact scan).
-    pub(super) fn nearest_with_pool(
-        &self,
-        query: &QueryVector,
-        k: usize,
-        pool: usize,
-        selected: impl Fn(u32) -> bool,
-    ) -> (Vec<Nearest>, usize) {
+        let mut heap: BinaryHeap<Worse> = BinaryHeap::with_capacity(k + 1);
+        let mut scanned = 0usize;
         if k == 0 || self.dimensions != Some(query.codes.len()) {
             return (Vec::new(), 0);
         }
-        let mut top = TopK::new(k);
-        let (slots, scanned) = if pool >= self.len() {
-            let slots: Vec<u32> = (0..self.len() as u32)
-                .filter(|&slot| selected(self.slot_doc[slot as usize]))
-                .collect();
-            let scanned = slots.len();
-            (slots, scanned)
-        } else {
-            self.prefiltered(query, pool, &selected)
-        };
-        self.rank_exactly(query, &slots, &mut top);
-        (top.into_sorted(), scanned)
-    }
-
-    /// The slots of the `pool` selected vectors with the least prefilter disagreement (ties: the
-    /// lower document first), in slot order, and how many vectors were selected.
-    fn prefiltered(
-        &self,
-        query: &QueryVector,
-        pool: usize,
-        selected: &impl Fn(u32) -> bool,
-    ) -> (Vec<u32>, usize) {
-        let mut scanned = 0usize;
-        // Max-heap of (disagreement, document, slot): the top is the worst kept.
-        let mut heap: BinaryHeap<(u32, u32, u32)> = BinaryHeap::with_capacity(pool + 1);
-        let mut block = [0u32; SCAN_BLOCK];
-        let words = self.words;
+        let dimensions = query.codes.len();
+        let mut block = [0i32; SCAN_BLOCK];
         for (at, docs) in self.slot_doc.chunks(SCAN_BLOCK).enumerate() {
             let first = at * SCAN_BLOCK;
-            let signs = &self.signs[first * words..(first + docs.len()) * words];
-            prefilter(query, signs, words, &mut block[..docs.len()]);
-            for ((offset, &doc), &score) in docs.iter().enumerate().zip(&block) {
+            let rows = &self.codes[first * dimensions..(first + docs.len()) * dimensions];
+            dots(&query.codes, rows, &mut block[..docs.len()]);
+            for ((offset, &doc), &dot) in docs.iter().enumerate().zip(&block) {
                 if !selected(doc) {
                     continue;
                 }
                 scanned += 1;
-                let entry = (score, doc, (first + offset) as u32);
-                if heap.len() < pool {
-                    heap.push(entry);
+                let slot = first + offset;
+                let entry = Nearest {
+                    doc,
+                    cosine: (f64::from(dot)
+                        * query.inverse_norm
+                        * f64::from(self.inverse_norms[slot])) as f32,
+                };
+                if heap.len() < k {
+                    heap.push(Worse(entry));
                 } else if let Some(mut worst) = heap.peek_mut() {
-                    if entry < *worst {
-                        *worst = entry;
+                    if Worse(entry) < *worst {
+                        *worst = Worse(entry);
                     }
                 }
             }
         }
-        let mut slots: Vec<u32> = heap.into_iter().map(|(_, _, slot)| slot).collect();
-        slots.sort_unstable();
-        (slots, scanned)
+        let nearest = heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|worse| worse.0)
+            .collect();
+        (nearest, scanned)
     }
 
     /// Test view: every document with a vector (for consistency checks).
@@ -950,89 +629,5 @@ mod tests {
         let query = Vectors::query(&ones);
         assert!((vectors.cosine(&query, 0).unwrap() - 1.0).abs() < 1e-6);
         assert!((vectors.cosine(&query, 1).unwrap() + 1.0).abs() < 1e-6);
-    }
-
-    #[test]
-    fn bit_planes_decode_to_the_codes() {
-        for dimensions in [1usize, 63, 64, 65, 384, 389] {
-            let codes: Vec<i8> = (0..dimensions)
-                .map(|i| ((i * 37 + dimensions) % 255) as i8)
-                .map(|c| if c == i8::MIN { -127 } else { c })
-                .collect();
-            let words = dimensions.div_ceil(64);
-            let mut signs = vec![0u64; words];
-            let mut magnitudes = vec![0u64; MAGNITUDE_PLANES * words];
-            pack(&codes, words, &mut signs, &mut magnitudes);
-            let mut decoded = vec![0i8; dimensions];
-            unpack(&signs, &magnitudes, &mut decoded);
-            assert_eq!(decoded, codes, "{dimensions} dimensions");
-        }
-        let mut decoded = [0i8; 3];
-        let (mut signs, mut magnitudes) = ([0u64; 1], [0u64; MAGNITUDE_PLANES]);
-        pack(&[-127, 127, 0], 1, &mut signs, &mut magnitudes);
-        unpack(&signs, &magnitudes, &mut decoded);
-        assert_eq!(decoded, [-127, 127, 0]);
-    }
-
-    /// Random unit-ish vectors around `centers` cluster centres (so neighbourhoods are real).
-    fn clustered(count: usize, dimensions: usize, centers: usize, seed: u64) -> Vec<Vec<f32>> {
-        let mut state = seed;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % 20_001) as f32 / 10_000.0 - 1.0
-        };
-        let middles: Vec<Vec<f32>> = (0..centers)
-            .map(|_| (0..dimensions).map(|_| next()).collect())
-            .collect();
-        (0..count)
-            .map(|i| {
-                let middle = &middles[i % centers];
-                middle.iter().map(|&m| m + 0.8 * next()).collect()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_prefilter_keeps_the_exact_cosines_and_nearly_always_the_exact_top() {
-        let dimensions = 96;
-        let rows = clustered(30_000, dimensions, 300, 0x9e37_79b9_7f4a_7c15);
-        let mut vectors = Vectors::default();
-        for (doc, row) in rows.iter().enumerate() {
-            vectors.set(doc as u32 * 2, row);
-        }
-        assert!(vectors.len() > EXACT_UP_TO);
-        let queries = clustered(40, dimensions, 300, 0x2545_f491_4f6c_dd1d);
-        let (mut found, mut wanted) = (0usize, 0usize);
-        for (at, query) in queries.iter().enumerate() {
-            let query = Vectors::query(query);
-            let selected = |doc: u32| at % 2 == 0 || doc % 3 != 0;
-            let (exact, scanned) = vectors.nearest_with_pool(&query, 50, usize::MAX, selected);
-            let (fast, fast_scanned) = vectors.nearest(&query, 50, selected);
-            let (whole, _) = vectors.nearest_with_pool(&query, 50, vectors.len(), selected);
-            assert_eq!(scanned, fast_scanned);
-            assert_eq!(
-                whole.iter().map(|n| (n.doc, n.cosine)).collect::<Vec<_>>(),
-                exact.iter().map(|n| (n.doc, n.cosine)).collect::<Vec<_>>()
-            );
-            assert_eq!(fast.len(), 50);
-            for n in &fast {
-                assert!(selected(n.doc));
-                assert_eq!(vectors.cosine(&query, n.doc), Some(n.cosine));
-            }
-            assert!(fast.windows(2).all(|w| w[0].cosine >= w[1].cosine));
-            let truth: std::collections::HashSet<u32> = exact.iter().map(|n| n.doc).collect();
-            found += fast.iter().filter(|n| truth.contains(&n.doc)).count();
-            wanted += 50;
-        }
-        let recall = found as f64 / wanted as f64;
-        // Synthetic clusters are harder than real embeddings (docs/hybrid-search.md: 0.99+ there);
-        // a broken prefilter would find a few percent.
-        assert!(recall >= 0.85, "recall@50 of the prefilter {recall}");
-        // A tiny pool still ranks its members exactly, best first.
-        let query = Vectors::query(&queries[0]);
-        let (few, _) = vectors.nearest_with_pool(&query, 5, 5, |_| true);
-        assert_eq!(few.len(), 5);
     }
 }
