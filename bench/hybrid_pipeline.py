@@ -6,7 +6,8 @@ Prints, for synthetic tools (`group_i` x `tool_j` with a short description) and 
 known vectors (as if read from the embedding store):
 - `follow`: fingerprinting every upserted tool's embedding text (`ToolVectors.follow`, the first sync's extra);
 - `apply`: attaching every vector to the index (`SearchIndex.set_vectors` in one call, through `ToolVectors.apply`);
-- `reattach`: a fresh index getting all vectors back from memory (`follow` with every vector known).
+- `reattach`: a fresh index getting all vectors back from memory (`follow` with every vector known);
+- `set_vectors CPU`: the core's `SearchIndex.set_vectors` of every vector in one buffer, alone (process CPU time).
 The rankings themselves are timed by the core's benchmarks.
 """
 
@@ -66,9 +67,17 @@ def main() -> None:
         started = time.perf_counter()
         vectors.follow(fresh, records, [])
         reattach = time.perf_counter() - started
+        keys = [record[0] for record in records]
+        buffer = b''.join(known.values())
+        bare = _core.SearchIndex()
+        bare.upsert(records)
+        started = time.process_time()
+        bare.set_vectors(keys, buffer, args.dimensions)
+        set_cpu = time.process_time() - started
         print(
             f'{n:>7} tools x {args.dimensions} dims: follow {follow * 1000:7.1f} ms, apply {apply * 1000:7.1f} ms, '
-            f'reattach {reattach * 1000:7.1f} ms; index vectors {fresh.vector_count()}'
+            f'reattach {reattach * 1000:7.1f} ms, set_vectors CPU {set_cpu * 1000:7.1f} ms; '
+            f'index vectors {fresh.vector_count()}'
         )
 
 

@@ -49,6 +49,19 @@ pub(super) struct QueryVector {
 
 /// Checks a little-endian `f32` buffer of `rows` vectors of `dimensions` and returns the values.
 pub(super) fn parse_rows(bytes: &[u8], rows: usize, dimensions: usize) -> crate::Result<Vec<f32>> {
+    check_rows(bytes, rows, dimensions)?;
+    Ok(bytes.chunks_exact(4).map(value).collect())
+}
+
+/// The `f32` of a 4-byte little-endian chunk.
+#[inline]
+fn value(chunk: &[u8]) -> f32 {
+    f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]])
+}
+
+/// Checks that `bytes` holds `rows` vectors of `dimensions` little-endian `f32`s, all finite
+/// (without copying them).
+pub(super) fn check_rows(bytes: &[u8], rows: usize, dimensions: usize) -> crate::Result<()> {
     if dimensions == 0 || dimensions > MAX_DIMENSIONS {
         return Err(crate::Error::new(format!(
             "vector dimensions must be between 1 and {MAX_DIMENSIONS}, got {dimensions}"
@@ -64,19 +77,23 @@ pub(super) fn parse_rows(bytes: &[u8], rows: usize, dimensions: usize) -> crate:
             bytes.len()
         )));
     }
-    let values: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|chunk| f32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]))
-        .collect();
-    if let Some(at) = values.iter().position(|value| !value.is_finite()) {
+    // Non-finite: all exponent bits set (a branch-free pass that vectorizes).
+    let finite = bytes.chunks_exact(4).fold(true, |all, chunk| {
+        all & (value(chunk).to_bits() & 0x7f80_0000 != 0x7f80_0000)
+    });
+    if !finite {
+        let at = bytes
+            .chunks_exact(4)
+            .position(|chunk| !value(chunk).is_finite())
+            .unwrap_or(0);
         return Err(crate::Error::new(format!(
             "vector {} holds a non-finite value ({}) at dimension {}",
             at / dimensions,
-            values[at],
+            value(&bytes[4 * at..4 * at + 4]),
             at % dimensions
         )));
     }
-    Ok(values)
+    Ok(())
 }
 
 /// The codes of `vector` scaled so its largest magnitude is `range`, rounded half away from zero
@@ -84,15 +101,20 @@ pub(super) fn parse_rows(bytes: &[u8], rows: usize, dimensions: usize) -> crate:
 /// the maximum), so the codes are those of the L2-normalized vector. `f32` arithmetic and a
 /// truncating conversion: no library call per value, the same result on every machine.
 fn quantize<T>(vector: &[f32], range: f32, cast: impl Fn(i32) -> T) -> Vec<T> {
+    let mut out = Vec::with_capacity(vector.len());
+    quantize_into(vector, range, cast, &mut out);
+    out
+}
+
+/// [`quantize`] into `out` (cleared first).
+fn quantize_into<T>(vector: &[f32], range: f32, cast: impl Fn(i32) -> T, out: &mut Vec<T>) {
     let largest = vector.iter().fold(0.0f32, |most, &x| most.max(x.abs()));
     let scale = if largest > 0.0 { range / largest } else { 0.0 };
-    vector
-        .iter()
-        .map(|&x| {
-            let scaled = (x * scale).clamp(-range, range);
-            cast((scaled + 0.5f32.copysign(scaled)) as i32)
-        })
-        .collect()
+    out.clear();
+    out.extend(vector.iter().map(|&x| {
+        let scaled = (x * scale).clamp(-range, range);
+        cast((scaled + 0.5f32.copysign(scaled)) as i32)
+    }));
 }
 
 /// `1 / ||codes||` (0 for all-zero codes).
@@ -232,19 +254,27 @@ impl Vectors {
 
     /// Stores `vector` (checked: finite, of the index's dimensionality) for `doc`, replacing its
     /// vector.
+    #[cfg(test)]
     pub(super) fn set(&mut self, doc: u32, vector: &[f32]) {
+        self.set_with(doc, vector, &mut Vec::new());
+    }
+
+    /// Stores `vector` (checked: finite, of the index's dimensionality) for `doc`, replacing its
+    /// vector; `codes` is scratch for the quantized codes, reused across calls.
+    pub(super) fn set_with(&mut self, doc: u32, vector: &[f32], codes: &mut Vec<i8>) {
         let dimensions = vector.len();
         debug_assert!(self.check_dimensions(dimensions).is_ok());
         self.dimensions = Some(dimensions);
-        let codes = quantize(vector, 127.0, |x| x as i8);
+        quantize_into(vector, 127.0, |x| x as i8, codes);
+        let codes = &codes[..];
         let norm = inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32;
         if let Some(slot) = self.slot(doc) {
-            self.codes[slot * dimensions..(slot + 1) * dimensions].copy_from_slice(&codes);
+            self.codes[slot * dimensions..(slot + 1) * dimensions].copy_from_slice(codes);
             self.inverse_norms[slot] = norm;
             return;
         }
         let slot = self.slot_doc.len() as u32;
-        self.codes.extend_from_slice(&codes);
+        self.codes.extend_from_slice(codes);
         self.inverse_norms.push(norm);
         self.slot_doc.push(doc);
         if self.doc_slot.len() <= doc as usize {
@@ -441,7 +471,7 @@ impl super::SearchIndex {
         vectors: &[u8],
         dimensions: usize,
     ) -> crate::Result<()> {
-        let values = parse_rows(vectors, keys.len(), dimensions)?;
+        check_rows(vectors, keys.len(), dimensions)?;
         self.vectors.check_dimensions(dimensions)?;
         let docs: Vec<Option<u32>> = keys.iter().map(|key| self.doc_of(key.as_ref())).collect();
         let added = docs
@@ -450,9 +480,16 @@ impl super::SearchIndex {
             .filter(|&&doc| !self.vectors.has(doc))
             .count();
         self.vectors.reserve(added, dimensions, self.docs.len());
-        for (doc, row) in docs.into_iter().zip(values.chunks_exact(dimensions)) {
+        // One row at a time through reused buffers: no copy of the whole buffer as `f32`s.
+        let (mut row, mut codes) = (
+            Vec::with_capacity(dimensions),
+            Vec::with_capacity(dimensions),
+        );
+        for (doc, bytes) in docs.into_iter().zip(vectors.chunks_exact(4 * dimensions)) {
             if let Some(doc) = doc {
-                self.vectors.set(doc, row);
+                row.clear();
+                row.extend(bytes.chunks_exact(4).map(value));
+                self.vectors.set_with(doc, &row, &mut codes);
             }
         }
         Ok(())
