@@ -4,17 +4,21 @@ re-embedding, never the hybrid ranking of the process; a `max_input_tokens` of `
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import sqlite3
+import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from embedding_fixtures import BagOfWordsModel, DictStore
 from test_hybrid_search import SYNONYMS, UMBRELLA, names, pages, proxy
 
-from pydantic_ai_toolproxy import _vectors
+from pydantic_ai_toolproxy import SQLiteEmbeddingStore, _vectors
 
 
 class GarbageStore(DictStore):
@@ -82,3 +86,57 @@ async def test_a_bool_token_limit_is_no_limit() -> None:
     [page] = await pages(proxy(model), {'query': UMBRELLA})
     assert names(page)[0] == 'weather.get_forecast'
     assert 'get forecast: Forecast for a city. weather: Weather data' in model.documents()
+
+
+@dataclass(eq=False)
+class HangingModel(BagOfWordsModel):
+    """A model whose document embedding never returns (queries answer)."""
+
+    async def embed(self, inputs: Any, *, input_type: Any, settings: Any = None) -> Any:
+        if input_type == 'document':
+            await asyncio.Event().wait()
+        return await super().embed(inputs, input_type=input_type, settings=settings)
+
+
+async def test_a_hanging_tool_embedding_leaves_keyword_pages(caplog: pytest.LogCaptureFixture) -> None:
+    searches = [{'query': UMBRELLA}, {'query': 'file', 'limit': 2}, {'query': 'file', 'offset': 2}]
+    with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
+        got = await pages(proxy(HangingModel(dimensions=256), embedding_wait=0.05), *searches)
+    assert got == await pages(proxy(), *searches)
+    assert [r for r in caplog.records if r.name == 'pydantic_ai_toolproxy'] == []
+
+
+async def test_a_locked_cache_file_never_blocks_the_event_loop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another process holds the SQLite file's write lock: the store waits its busy timeout (1 s here) and falls
+    back to memory; meanwhile the run's event loop keeps ticking and the search still ranks by meaning."""
+    path = tmp_path / 'embeddings.sqlite3'
+    with SQLiteEmbeddingStore(path) as setup:
+        setup.put_many('other:model:1', {b'h' * 16: bytes(4)})
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute('BEGIN EXCLUSIVE')
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticking = asyncio.create_task(ticker())
+    try:
+        model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS)
+        with (
+            caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'),
+            SQLiteEmbeddingStore(path, timeout=1.0) as store,
+        ):
+            [page] = await pages(proxy(model, embedding_cache=store), {'query': UMBRELLA})
+    finally:
+        ticking.cancel()
+        blocker.close()
+    assert names(page)[0] == 'weather.get_forecast'
+    assert 'locked' in caplog.text
+    assert max(gaps) < 0.5, max(gaps)

@@ -71,8 +71,6 @@ RETRY_SECONDS = 10.0
 """After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
 MEMORY_SLACK = 1024
 """Vectors kept in memory beyond twice the texts the followed indexes want, before unwanted ones are dropped."""
-STORE_THREAD_MIN = 256
-"""Store reads and writes of at least this many vectors run in a worker thread (`asyncio.to_thread`)."""
 
 
 MAX_DIMENSIONS = 16_384
@@ -362,16 +360,14 @@ class ToolVectors:
 
     async def _store_get(self, fingerprints: list[bytes]) -> dict[bytes, bytes]:
         """The store's vectors of `fingerprints` that are usable (`usable_vectors`); the others are embedded again
-        (one warning). A store error: `{}` (one warning)."""
+        (one warning). A store error: `{}` (one warning). Store calls run in a worker thread (`asyncio.to_thread`):
+        a store may wait (a SQLite lock up to its busy timeout, a network database), never on the event loop."""
         store = self.store()
         if store is None or not fingerprints:
             return {}
         try:
             key = self.embedder.store_key
-            if len(fingerprints) >= STORE_THREAD_MIN:
-                found = await asyncio.to_thread(store.get_many, key, fingerprints)
-            else:
-                found = store.get_many(key, fingerprints)
+            found = await asyncio.to_thread(store.get_many, key, fingerprints)
             usable, dropped = usable_vectors(found, fingerprints, self.dimensions)
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache read failed, embedding instead: {e!r}')
@@ -390,10 +386,7 @@ class ToolVectors:
             return
         try:
             key = self.embedder.store_key
-            if len(items) >= STORE_THREAD_MIN:
-                await asyncio.to_thread(store.put_many, key, items)
-            else:
-                store.put_many(key, items)
+            await asyncio.to_thread(store.put_many, key, items)
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache write failed, vectors stay in memory: {e!r}')
 
