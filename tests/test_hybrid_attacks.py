@@ -1,12 +1,16 @@
 """Hybrid search against a hostile store and a lying embedder, through real Agent runs: a store answering with
 vectors the core cannot take (wrong size, non-finite, not bytes, hashes not asked for) costs one warning and a
-re-embedding, never the hybrid ranking of the process; a `max_input_tokens` of `True` is no limit of one token."""
+re-embedding, never the hybrid ranking of the process; a store waiting for a lock (a SQLite file another process
+holds) waits in a worker thread, never on the event loop; a `max_input_tokens` of `True` is no limit of one token; a
+tool embedding that never returns leaves keyword pages and no warning; a text the provider refuses costs only its
+own vector, and an outage is not split into many calls."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import sqlite3
+import threading
 import time
 from array import array
 from collections.abc import Sequence
@@ -18,7 +22,8 @@ import pytest
 from embedding_fixtures import BagOfWordsModel, DictStore
 from test_hybrid_search import SYNONYMS, UMBRELLA, names, pages, proxy
 
-from pydantic_ai_toolproxy import SQLiteEmbeddingStore, _vectors
+from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyConfig, _vectors
+from pydantic_ai_toolproxy._embedding_text import text_hash
 
 
 class GarbageStore(DictStore):
@@ -140,3 +145,54 @@ async def test_a_locked_cache_file_never_blocks_the_event_loop(
     assert names(page)[0] == 'weather.get_forecast'
     assert 'locked' in caplog.text
     assert max(gaps) < 0.5, max(gaps)
+
+
+@dataclass(eq=False)
+class PickyModel(BagOfWordsModel):
+    """A provider that refuses a whole request when one of its texts holds `refused` (say, one text over a token
+    limit its `max_input_tokens` did not tell), and counts the document requests it refused."""
+
+    refused: str = 'Air quality'
+    refusals: int = 0
+
+    async def embed(self, inputs: Any, *, input_type: Any, settings: Any = None) -> Any:
+        if input_type == 'document' and any(self.refused in text for text in inputs):
+            self.refusals += 1
+            raise ValueError('400: an input is too long')
+        return await super().embed(inputs, input_type=input_type, settings=settings)
+
+
+async def test_one_refused_text_costs_only_its_own_vector(caplog: pytest.LogCaptureFixture) -> None:
+    """The provider refuses every request holding the air-quality text: the other six tools still get their
+    vectors (the batch is split until the refused text is alone), with one warning."""
+    model = PickyModel(dimensions=256, synonyms=SYNONYMS)
+    capability = proxy(model)
+    with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
+        [page] = await pages(capability, {'query': UMBRELLA})
+    assert names(page)[0] == 'weather.get_forecast'
+    assert len(model.documents()) == 6 and model.refusals <= 4  # 7, then 3 or 4, ..., then the text alone
+    vectors = capability._runtime.vectors
+    assert vectors is not None and vectors.coverage(capability._runtime.search_index.index) == (6, 7)
+    warnings = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
+    assert len(warnings) == 1 and 'too long' in warnings[0], warnings
+
+
+async def test_an_outage_is_not_split_into_many_calls() -> None:
+    model = PickyModel(dimensions=256, synonyms=SYNONYMS, refused='')  # every document request fails
+    [page] = await pages(proxy(model), {'query': UMBRELLA})
+    assert page == (await pages(proxy(), {'query': UMBRELLA}))[0]
+    assert 1 <= model.refusals <= _vectors.MAX_FAILED_CALLS
+
+
+async def test_refused_texts_in_several_batches_leave_every_other_vector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Texts 3, 5 and 6 of 20 are refused (two of them side by side), in batches of 4: the pass embeds the other
+    17, each once, and raises the refusal at its end; `embed_surface`-style counts see 17 embedded."""
+    monkeypatch.setattr(_vectors, 'BATCH_INPUTS', 4)
+    model = PickyModel(dimensions=16, refused='refuse')
+    vectors = _vectors.ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None), {}, threading.Lock())
+    texts = {text_hash(f'text {i}'): f'text {i}' + (' refuse' if i in (3, 5, 6) else '') for i in range(20)}
+    counts = _vectors.EmbedCounts()
+    with pytest.raises(ValueError, match='too long'):
+        await vectors.embed_texts(texts, counts)
+    assert counts.embedded == 17 and sorted(model.documents()) == sorted(t for t in texts.values() if 'refuse' not in t)
+    assert model.refusals <= 8

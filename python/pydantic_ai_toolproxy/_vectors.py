@@ -65,6 +65,9 @@ BATCH_INPUTS = 64
 """Most texts in one `embed_documents` call."""
 BATCH_TOKENS = 100_000
 """Most estimated tokens in one `embed_documents` call (providers cap a request's total, e.g. OpenAI at 300,000)."""
+MAX_FAILED_CALLS = 8
+"""Failed `embed_documents` calls in a row after which a pass stops (an outage): halving a batch of `BATCH_INPUTS`
+texts down to one refused text fails at most log2(64) + 1 = 7 times in a row."""
 QUERY_CACHE_SIZE = 256
 """Recent query vectors kept (least recently used dropped first)."""
 RETRY_SECONDS = 10.0
@@ -437,25 +440,43 @@ class ToolVectors:
         taking `lock`) and stored as it arrives; counts go into `counts` (embedded, cut, usage). `progress(n)` after
         each batch of `n`. Returns the vectors embedded.
 
+        A failed call (an error, or a malformed answer: wrong count, non-finite values) is split in halves and
+        retried, so a text the provider refuses (one over a limit `max_input_tokens` did not tell) costs only its
+        own vector; the pass goes on and raises that error at its end. `MAX_FAILED_CALLS` failures in a row (more
+        than isolating one refused text takes) are an outage: the pass stops there.
+
         Raises:
-            Exception: the embedder's error, or ValueError for a malformed answer (wrong count, non-finite values,
-                another dimensionality); the batches before it are kept.
+            Exception: the embedder's error, or ValueError for a malformed answer or another dimensionality; every
+                vector embedded before (or, for refused texts, besides) it is kept.
         """
         limit = await self._limit()
         embedder = self.embedder.embedder
         out: dict[bytes, bytes] = {}
         batch: list[tuple[bytes, str]] = []
         tokens = 0
+        failures = 0  # failed calls since the last one that answered
+        refusal: list[Exception] = []
 
-        async def flush() -> None:
-            nonlocal tokens
-            if not batch:
+        async def send(items: list[tuple[bytes, str]]) -> None:
+            nonlocal failures
+            inputs = [t for _, t in items]
+            try:
+                result = await embedder.embed_documents(inputs)
+                if len(result.embeddings) != len(inputs):
+                    raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for {len(inputs)} texts')
+                found = {fp: vector_bytes(v) for (fp, _), v in zip(items, result.embeddings, strict=True)}
+            except Exception as e:
+                failures += 1
+                if failures >= MAX_FAILED_CALLS:
+                    raise  # more failures in a row than halving a batch down to one refused text takes: an outage
+                if len(items) == 1:
+                    refusal.append(e)
+                    return
+                half = len(items) // 2
+                await send(items[:half])
+                await send(items[half:])
                 return
-            inputs = [t for _, t in batch]
-            result = await embedder.embed_documents(inputs)
-            if len(result.embeddings) != len(inputs):
-                raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for {len(inputs)} texts')
-            found = {fp: vector_bytes(v) for (fp, _), v in zip(batch, result.embeddings, strict=True)}
+            failures = 0
             counts.usage.incr(result.usage)
             self.usage.incr(result.usage)
             counts.embedded += len(found)
@@ -466,6 +487,11 @@ class ToolVectors:
             out.update(found)
             if progress is not None:
                 progress(len(found))
+
+        async def flush() -> None:
+            nonlocal tokens
+            if batch:
+                await send(list(batch))
             batch.clear()
             tokens = 0
 
@@ -479,6 +505,8 @@ class ToolVectors:
             batch.append((fingerprint, fitted))
             tokens += estimate
         await flush()
+        if refusal:
+            raise refusal[0]
         return out
 
     def claim(self, index: _core.SearchIndex) -> list[bytes]:
