@@ -3,7 +3,7 @@ vectors the core cannot take (wrong size, non-finite, not bytes, hashes not aske
 re-embedding, never the hybrid ranking of the process; a store waiting for a lock (a SQLite file another process
 holds) waits in a worker thread, never on the event loop; a `max_input_tokens` of `True` is no limit of one token; a
 tool embedding that never returns leaves keyword pages and no warning; a text the provider refuses costs only its
-own vector, and an outage is not split into many calls."""
+own vector, and an outage is not split into many calls; runs in several threads embed each text once."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 from embedding_fixtures import BagOfWordsModel, DictStore
+from pydantic_ai import Agent
+from support import SEARCH, Script, page_of, returns
 from test_hybrid_search import SYNONYMS, UMBRELLA, names, pages, proxy
 
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyConfig, _vectors
@@ -196,3 +198,25 @@ async def test_refused_texts_in_several_batches_leave_every_other_vector(monkeyp
         await vectors.embed_texts(texts, counts)
     assert counts.embedded == 17 and sorted(model.documents()) == sorted(t for t in texts.values() if 'refuse' not in t)
     assert model.refusals <= 8
+
+
+def test_runs_in_several_threads_embed_each_text_once() -> None:
+    """Six threads run the same capability (each on its own event loop) while the first embedding
+    is slow: they join the embedding already running on another thread's loop instead of each starting their own,
+    so each tool text is embedded once, and every run's first search already ranks by meaning."""
+    model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, delay=0.2)
+    capability = proxy(model)
+    got: dict[int, list[str]] = {}
+
+    def run(i: int) -> None:
+        agent = Agent(Script([[(SEARCH, {'query': UMBRELLA})]]).model, capabilities=[capability])
+        result = asyncio.run(agent.run('go'))  # a loop per thread, closed after (run_sync leaves its loop open)
+        got[i] = names(page_of(returns(result.all_messages())[0]))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 6 and all(page[0] == 'weather.get_forecast' for page in got.values())
+    assert sorted(model.documents()) == sorted(set(model.documents())) and len(model.documents()) == 7

@@ -68,6 +68,8 @@ BATCH_TOKENS = 100_000
 MAX_FAILED_CALLS = 8
 """Failed `embed_documents` calls in a row after which a pass stops (an outage): halving a batch of `BATCH_INPUTS`
 texts down to one refused text fails at most log2(64) + 1 = 7 times in a row."""
+JOIN_POLL_SECONDS = 0.01
+"""How often a search checks an embedding that runs on another thread's event loop (`wait_for_tools`)."""
 QUERY_CACHE_SIZE = 256
 """Recent query vectors kept (least recently used dropped first)."""
 RETRY_SECONDS = 10.0
@@ -571,20 +573,35 @@ class ToolVectors:
             )
 
     async def wait_for_tools(self, wait: float) -> None:
-        """Start (or join) embedding the pending texts and wait for it up to `wait` seconds; it goes on past that."""
+        """Start (or join) embedding the pending texts and wait for it up to `wait` seconds; it goes on past that.
+
+        An embedding running on another thread's loop (runs of one capability in several threads) is joined by
+        polling it every `JOIN_POLL_SECONDS`, so each text is embedded once; one left on a loop that stopped
+        running (its `asyncio.run` ended) is replaced by one on this loop."""
         if not self._pending or not self.background:
             return
         loop = asyncio.get_running_loop()
-        task = self._task
-        if task is not None and (task.done() or task.get_loop() is not loop):
-            task = self._task = None
-        if task is None:
-            if time.monotonic() < self._retry_at:
+        deadline = time.monotonic() + wait
+        while True:
+            with self.lock:  # one thread starts the embedding; the others join it
+                task = self._task
+                if task is not None and (
+                    task.done() or (task.get_loop() is not loop and not task.get_loop().is_running())
+                ):
+                    task = self._task = None
+                if task is None:
+                    if not self._pending or time.monotonic() < self._retry_at:
+                        return
+                    task = self._task = loop.create_task(self._fill())
+            if task.get_loop() is loop:
+                break
+            if time.monotonic() >= deadline:  # still embedding over there: this search ranks what has a vector
                 return
-            task = self._task = loop.create_task(self._fill())
-        if wait > 0:
+            await asyncio.sleep(JOIN_POLL_SECONDS)
+        left = deadline - time.monotonic()
+        if left > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), wait)
+                await asyncio.wait_for(asyncio.shield(task), left)
 
     # --- the query side ---
 
