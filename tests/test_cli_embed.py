@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -249,6 +250,24 @@ def test_inspect_counts_the_tools_with_a_vector_without_calling_the_embedder(tmp
     assert json_of(toolproxy(*SOURCES, 'inspect', '--json'))['hybrid'] is None  # no embedder: keyword search
     plain = toolproxy(*SOURCES, 'inspect').stdout.splitlines()
     assert not any(line.startswith(('hybrid', 'embedding cache')) for line in plain)
+
+
+def test_damaged_cache_rows_count_as_missing_and_embed_replaces_them(tmp_path: Path) -> None:
+    """Rows whose vector is not float32 bytes (written by a broken tool, or cut short on disk) are no vectors:
+    inspect does not count them, and `embed` embeds those texts again (one warning) and stores good vectors."""
+    cache = tmp_path / 'c.sqlite3'
+    assert toolproxy(*BAG, *SOURCES, 'embed', cache=cache).returncode == 0
+    damaged = list(texts())[:3]
+    with sqlite3.connect(cache) as db:
+        db.executemany('UPDATE vectors SET vector = ? WHERE hash = ?', [(b'\x00\x00\x80', h) for h in damaged])
+    db.close()
+    inspect = toolproxy('--embedder', f'{EMBEDDERS}:failing', *SOURCES, 'inspect', '--json', cache=cache)
+    assert json_of(inspect)['hybrid']['with_vectors'] == 4
+    embed = toolproxy(*BAG, *SOURCES, 'embed', '--json', cache=cache)
+    doc = json_of(embed)
+    assert (doc['embedded'], doc['cached'], doc['failed']) == (3, 4, 0)
+    assert embed.stderr.count('unusable vector') == 1
+    assert stored(cache) == expected_vectors()
 
 
 def test_inspect_with_the_cache_off_and_the_default_path(tmp_path: Path) -> None:

@@ -65,14 +65,60 @@ BATCH_INPUTS = 64
 """Most texts in one `embed_documents` call."""
 BATCH_TOKENS = 100_000
 """Most estimated tokens in one `embed_documents` call (providers cap a request's total, e.g. OpenAI at 300,000)."""
+MAX_FAILED_CALLS = 8
+"""Failed `embed_documents` calls in a row after which a pass stops (an outage): halving a batch of `BATCH_INPUTS`
+texts down to one refused text fails at most log2(64) + 1 = 7 times in a row."""
+JOIN_POLL_SECONDS = 0.01
+"""How often a search checks an embedding that runs on another thread's event loop (`wait_for_tools`)."""
 QUERY_CACHE_SIZE = 256
 """Recent query vectors kept (least recently used dropped first)."""
 RETRY_SECONDS = 10.0
 """After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
 MEMORY_SLACK = 1024
 """Vectors kept in memory beyond twice the texts the followed indexes want, before unwanted ones are dropped."""
-STORE_THREAD_MIN = 256
-"""Store reads and writes of at least this many vectors run in a worker thread (`asyncio.to_thread`)."""
+
+
+MAX_DIMENSIONS = 16_384
+"""Most dimensions the core accepts for a vector (`SearchIndex.set_vectors`)."""
+_EXPONENT_HIGH = bytes(1 if b & 0x7F == 0x7F else 0 for b in range(256))
+_EXPONENT_LOW = bytes(1 if b & 0x80 else 0 for b in range(256))
+
+
+def _finite(blob: bytes) -> bool:
+    """Whether every little-endian float32 of `blob` is finite (no exponent of all ones: NaN or infinity), in a few
+    passes at C speed (tens of milliseconds for 100,000 vectors of 384 dimensions)."""
+    high = blob[3::4].translate(_EXPONENT_HIGH)
+    if 1 not in high:  # the usual case: no value of magnitude 2**64 or more
+        return True
+    return not int.from_bytes(high, 'little') & int.from_bytes(blob[2::4].translate(_EXPONENT_LOW), 'little')
+
+
+def usable_vectors(
+    found: Mapping[bytes, object], asked: Sequence[bytes], dimensions: int | None
+) -> tuple[dict[bytes, bytes], int]:
+    """`(usable, dropped)`: the vectors of a store's answer `found` (to `get_many(model, asked)`) that the core
+    can take, as `bytes`, and how many were dropped: a hash not asked for, a value that is not bytes-like, empty,
+    not a multiple of 4 bytes or over `MAX_DIMENSIONS`, of another dimensionality than `dimensions` (when None,
+    than the first usable one), or holding a non-finite value. A store that is not a mapping raises TypeError."""
+    wanted = set(asked)
+    usable: dict[bytes, bytes] = {}
+    dropped = 0
+    for fingerprint, value in found.items():
+        if fingerprint not in wanted or not isinstance(value, (bytes, bytearray, memoryview)):
+            dropped += 1
+            continue
+        vector = bytes(value)
+        size = len(vector)
+        if size == 0 or size % 4 or size > MAX_DIMENSIONS * 4 or (dimensions is not None and size != dimensions * 4):
+            dropped += 1
+            continue
+        dimensions = size // 4
+        usable[fingerprint] = vector
+    if usable and not _finite(b''.join(usable.values())):
+        finite = {fp: v for fp, v in usable.items() if _finite(v)}
+        dropped += len(usable) - len(finite)
+        usable = finite
+    return usable, dropped
 
 
 def open_store(config: ToolProxyConfig) -> EmbeddingStore | None:
@@ -318,17 +364,26 @@ class ToolVectors:
         return self._store
 
     async def _store_get(self, fingerprints: list[bytes]) -> dict[bytes, bytes]:
+        """The store's vectors of `fingerprints` that are usable (`usable_vectors`); the others are embedded again
+        (one warning). A store error: `{}` (one warning). Store calls run in a worker thread (`asyncio.to_thread`):
+        a store may wait (a SQLite lock up to its busy timeout, a network database), never on the event loop."""
         store = self.store()
         if store is None or not fingerprints:
             return {}
         try:
             key = self.embedder.store_key
-            if len(fingerprints) >= STORE_THREAD_MIN:
-                return await asyncio.to_thread(store.get_many, key, fingerprints)
-            return store.get_many(key, fingerprints)
+            found = await asyncio.to_thread(store.get_many, key, fingerprints)
+            usable, dropped = usable_vectors(found, fingerprints, self.dimensions)
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache read failed, embedding instead: {e!r}')
             return {}
+        if dropped:
+            self._warn(
+                'store-value',
+                f'ToolProxy embedding cache returned {dropped} unusable vector(s) (not float32 bytes of one '
+                'dimensionality, or non-finite); embedding those tool texts again.',
+            )
+        return usable
 
     async def _store_put(self, items: dict[bytes, bytes]) -> None:
         store = self.store()
@@ -336,10 +391,7 @@ class ToolVectors:
             return
         try:
             key = self.embedder.store_key
-            if len(items) >= STORE_THREAD_MIN:
-                await asyncio.to_thread(store.put_many, key, items)
-            else:
-                store.put_many(key, items)
+            await asyncio.to_thread(store.put_many, key, items)
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache write failed, vectors stay in memory: {e!r}')
 
@@ -351,7 +403,8 @@ class ToolVectors:
                 limit = await self.embedder.embedder.max_input_tokens()
             except Exception:
                 limit = None
-            self._max_tokens = limit if isinstance(limit, int) and limit > 0 else None
+            usable = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
+            self._max_tokens = limit if usable else None  # a bool, a float or a non-positive count: unknown
             self._asked_limit = True
         return self._max_tokens
 
@@ -389,25 +442,43 @@ class ToolVectors:
         taking `lock`) and stored as it arrives; counts go into `counts` (embedded, cut, usage). `progress(n)` after
         each batch of `n`. Returns the vectors embedded.
 
+        A failed call (an error, or a malformed answer: wrong count, non-finite values) is split in halves and
+        retried, so a text the provider refuses (one over a limit `max_input_tokens` did not tell) costs only its
+        own vector; the pass goes on and raises that error at its end. `MAX_FAILED_CALLS` failures in a row (more
+        than isolating one refused text takes) are an outage: the pass stops there.
+
         Raises:
-            Exception: the embedder's error, or ValueError for a malformed answer (wrong count, non-finite values,
-                another dimensionality); the batches before it are kept.
+            Exception: the embedder's error, or ValueError for a malformed answer or another dimensionality; every
+                vector embedded before (or, for refused texts, besides) it is kept.
         """
         limit = await self._limit()
         embedder = self.embedder.embedder
         out: dict[bytes, bytes] = {}
         batch: list[tuple[bytes, str]] = []
         tokens = 0
+        failures = 0  # failed calls since the last one that answered
+        refusal: list[Exception] = []
 
-        async def flush() -> None:
-            nonlocal tokens
-            if not batch:
+        async def send(items: list[tuple[bytes, str]]) -> None:
+            nonlocal failures
+            inputs = [t for _, t in items]
+            try:
+                result = await embedder.embed_documents(inputs)
+                if len(result.embeddings) != len(inputs):
+                    raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for {len(inputs)} texts')
+                found = {fp: vector_bytes(v) for (fp, _), v in zip(items, result.embeddings, strict=True)}
+            except Exception as e:
+                failures += 1
+                if failures >= MAX_FAILED_CALLS:
+                    raise  # more failures in a row than halving a batch down to one refused text takes: an outage
+                if len(items) == 1:
+                    refusal.append(e)
+                    return
+                half = len(items) // 2
+                await send(items[:half])
+                await send(items[half:])
                 return
-            inputs = [t for _, t in batch]
-            result = await embedder.embed_documents(inputs)
-            if len(result.embeddings) != len(inputs):
-                raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for {len(inputs)} texts')
-            found = {fp: vector_bytes(v) for (fp, _), v in zip(batch, result.embeddings, strict=True)}
+            failures = 0
             counts.usage.incr(result.usage)
             self.usage.incr(result.usage)
             counts.embedded += len(found)
@@ -418,6 +489,11 @@ class ToolVectors:
             out.update(found)
             if progress is not None:
                 progress(len(found))
+
+        async def flush() -> None:
+            nonlocal tokens
+            if batch:
+                await send(list(batch))
             batch.clear()
             tokens = 0
 
@@ -431,6 +507,8 @@ class ToolVectors:
             batch.append((fingerprint, fitted))
             tokens += estimate
         await flush()
+        if refusal:
+            raise refusal[0]
         return out
 
     def claim(self, index: _core.SearchIndex) -> list[bytes]:
@@ -495,20 +573,35 @@ class ToolVectors:
             )
 
     async def wait_for_tools(self, wait: float) -> None:
-        """Start (or join) embedding the pending texts and wait for it up to `wait` seconds; it goes on past that."""
+        """Start (or join) embedding the pending texts and wait for it up to `wait` seconds; it goes on past that.
+
+        An embedding running on another thread's loop (runs of one capability in several threads) is joined by
+        polling it every `JOIN_POLL_SECONDS`, so each text is embedded once; one left on a loop that stopped
+        running (its `asyncio.run` ended) is replaced by one on this loop."""
         if not self._pending or not self.background:
             return
         loop = asyncio.get_running_loop()
-        task = self._task
-        if task is not None and (task.done() or task.get_loop() is not loop):
-            task = self._task = None
-        if task is None:
-            if time.monotonic() < self._retry_at:
+        deadline = time.monotonic() + wait
+        while True:
+            with self.lock:  # one thread starts the embedding; the others join it
+                task = self._task
+                if task is not None and (
+                    task.done() or (task.get_loop() is not loop and not task.get_loop().is_running())
+                ):
+                    task = self._task = None
+                if task is None:
+                    if not self._pending or time.monotonic() < self._retry_at:
+                        return
+                    task = self._task = loop.create_task(self._fill())
+            if task.get_loop() is loop:
+                break
+            if time.monotonic() >= deadline:  # still embedding over there: this search ranks what has a vector
                 return
-            task = self._task = loop.create_task(self._fill())
-        if wait > 0:
+            await asyncio.sleep(JOIN_POLL_SECONDS)
+        left = deadline - time.monotonic()
+        if left > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), wait)
+                await asyncio.wait_for(asyncio.shield(task), left)
 
     # --- the query side ---
 

@@ -69,9 +69,9 @@ class EmbeddingStore(Protocol):
     """Vectors by `(model, text hash)`: what the embedding pipeline reads before it embeds and writes after.
 
     Both methods are synchronous and may be called from any thread (the pipeline calls them through
-    `asyncio.to_thread` for big batches), and from several processes at once when the store is shared. They
-    should not raise for a store that is unavailable: return what is known (possibly nothing) and keep going,
-    so a broken cache costs embedder calls, never a run. An exception a method does raise is logged by the
+    `asyncio.to_thread`, so a call may wait without blocking the event loop), and from several processes at once
+    when the store is shared. They should not raise for a store that is unavailable: return what is known
+    (possibly nothing) and keep going, so a broken cache costs embedder calls, never a run. An exception a method does raise is logged by the
     pipeline and the store is then treated as empty for that batch.
 
     Keys and values:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._vectors import ToolVectors, surface_texts
+from .._vectors import ToolVectors, surface_texts, usable_vectors
 from ..capability import ToolProxyCapability
 from ..embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore
 
@@ -57,7 +57,8 @@ async def cached_coverage(
 ) -> dict[str, Any]:
     """The `hybrid` object of `toolproxy inspect --json`: `embedder` (identity), `store_key`, `semantic_weight`,
     `cache` (`cache_info`), `tools` (distinct tool texts of the surface) and `with_vectors` (how many of them have a
-    vector in this process or the cache: what a search would not have to embed). Never calls the embedder."""
+    vector in this process or the cache: what a search would not have to embed; a damaged stored vector counts as
+    none). Never calls the embedder."""
     texts = surface_texts(capability, tools)
     store = vectors.store()
     key = vectors.embedder.store_key
@@ -65,7 +66,7 @@ async def cached_coverage(
     missing = [fp for fp in texts if fp not in known]
     if store is not None and missing:
         try:
-            known.update(store.get_many(key, missing))
+            known.update(usable_vectors(store.get_many(key, missing), missing, vectors.dimensions)[0])
         except Exception as exc:  # a custom store that raises: report it, as a search would log it
             vectors._warn('store', f'ToolProxy embedding cache read failed: {exc!r}')  # pyright: ignore[reportPrivateUsage]
     return {
