@@ -8,8 +8,12 @@ conftest); `conftest.py` holds only fixtures and the test-tier options.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -83,3 +87,27 @@ def last_return(messages: Sequence[ModelMessage], name: str | None = None) -> To
 def page_of(part: ToolReturnPart) -> dict[str, Any]:
     """The search page exactly as the model received it."""
     return json.loads(part.model_response_str())
+
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository's root: the CLI's working directory in `toolproxy(...)`."""
+
+
+def toolproxy(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """Run `python -m pydantic_ai_toolproxy ARGS` with stdout/stderr piped and terminal-forcing variables cleared
+    (`env` adds to or overrides the environment)."""
+    base = {k: v for k, v in os.environ.items() if k not in ('FORCE_COLOR', 'TTY_COMPATIBLE', 'NO_COLOR', 'COLUMNS')}
+    return subprocess.run(
+        [sys.executable, '-m', 'pydantic_ai_toolproxy', *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**base, **(env or {})},
+        timeout=300,
+    )
+
+
+def json_of(proc: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON a CLI command printed on stdout (its stderr as the failure message when it printed nothing)."""
+    assert proc.stdout, proc.stderr
+    return json.loads(proc.stdout)

@@ -7,7 +7,6 @@ what the model gets.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import socket
 import subprocess
@@ -22,7 +21,7 @@ from fastmcp.client.transports import StdioTransport
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import tool_return_ta
-from support import Script, last_return
+from support import Script, json_of, last_return, toolproxy
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy.cli import main
@@ -44,24 +43,6 @@ SEARCH = 'search_proxy_tools'
 
 sys.path.insert(0, str(ROOT / 'examples'))
 from bfcl_tools import bfcl_toolsets  # noqa: E402
-
-
-def toolproxy(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """Run `python -m pydantic_ai_toolproxy` with stdout/stderr piped and terminal-forcing variables cleared."""
-    base = {k: v for k, v in os.environ.items() if k not in ('FORCE_COLOR', 'TTY_COMPATIBLE', 'NO_COLOR', 'COLUMNS')}
-    return subprocess.run(
-        [sys.executable, '-m', 'pydantic_ai_toolproxy', *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**base, **(env or {})},
-        timeout=300,
-    )
-
-
-def json_of(proc: subprocess.CompletedProcess[str]) -> Any:
-    assert proc.stdout, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def declaration_bytes(tool_def: Any) -> int:

@@ -11,7 +11,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,8 @@ import pytest
 from cli_embedders import DIMENSIONS, SYNONYMS, TOOLS, tool_groups
 from embedding_fixtures import BagOfWordsModel, bag_vector
 from pydantic_ai import Agent
-from support import SEARCH, Script, last_return
+from support import SEARCH, Script, json_of, last_return
+from support import toolproxy as run_toolproxy
 
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._embedder import vector_bytes
@@ -49,22 +49,9 @@ def words(text: str) -> int:
 def toolproxy(
     *args: str, cache: Path | None = None, env: dict[str, str] | None = None, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
-    """Run `python -m pydantic_ai_toolproxy ARGS` piped; the default cache file is `cache` (never ~/.cache)."""
-    base = {k: v for k, v in os.environ.items() if k not in ('FORCE_COLOR', 'TTY_COMPATIBLE', 'NO_COLOR', 'COLUMNS')}
-    base['TOOLPROXY_EMBEDDING_CACHE'] = str(cache) if cache is not None else 'off'
-    return subprocess.run(
-        [sys.executable, '-m', 'pydantic_ai_toolproxy', *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**base, **(env or {})},
-        timeout=300,
-    )
-
-
-def json_of(proc: subprocess.CompletedProcess[str]) -> Any:
-    assert proc.stdout, proc.stderr
-    return json.loads(proc.stdout)
+    """`support.toolproxy`, with the default cache file `cache` (never ~/.cache; 'off' without one)."""
+    cache_env = {'TOOLPROXY_EMBEDDING_CACHE': str(cache) if cache is not None else 'off'}
+    return run_toolproxy(*args, env={**cache_env, **(env or {})}, cwd=cwd)
 
 
 def stored(path: Path) -> dict[bytes, bytes]:

@@ -4,27 +4,15 @@ server, with real stdio servers (examples/mcp_server.py, tests/hostile_mcp_serve
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from support import toolproxy
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTES = str(ROOT / 'examples' / 'mcp_server.py')
 HOSTILE = str(ROOT / 'tests' / 'hostile_mcp_server.py')
-
-
-def toolproxy(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in ('FORCE_COLOR', 'TTY_COMPATIBLE', 'NO_COLOR', 'COLUMNS')}
-    return subprocess.run(
-        [sys.executable, '-m', 'pydantic_ai_toolproxy', *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=base,
-        timeout=300,
-    )
 
 
 def servers(broken: bool = False) -> dict[str, Any]:
