@@ -366,7 +366,7 @@ NEXT_STEP = (
     'Use `search_proxy_tools`',  # unknown tool in a known group
     'Fix `arguments`',  # the target's validation errors
     'Call `',  # a member called directly: "Call `call_proxy_tool` with {...} instead."
-    'Find grouped tools with `search_proxy_tools`',  # an unknown direct tool name (rewritten by `_unknown`)
+    'Find grouped tools with `search_vault`',  # an unknown direct tool name (rewritten by `_unknown`; this test's control names)
 )
 
 
@@ -389,8 +389,12 @@ class Driver:
     planned: dict[str, tuple[int, Planned]] = field(default_factory=dict)
     steps: int = 0
     calls: int = 0
+    received: list[ModelMessage] = field(default_factory=list)
+    """The messages of the latest request, as the model received them (unknown-tool retries rewritten there,
+    while the run's own history keeps Pydantic AI's text)."""
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.received = list(messages)
         responses = sum(isinstance(m, ModelResponse) for m in messages)
         step = responses + 1
         if responses >= STEPS_PER_RUN or self.remaining <= 0:
@@ -425,7 +429,7 @@ async def test_100k_hostile_envelopes_never_reach_beyond_the_current_step() -> N
         assert result.output == 'done'
         run_id = result.run_id
         new_calls = {k: v for k, v in driver.planned.items() if k not in planned_before}
-        parts = returns_by_id(result.all_messages())
+        parts = returns_by_id(driver.received)  # the run's last request: every result, as the model read it
         executed = recorder.executed[before:]
         # Every execution happened in this run, at a step whose directory (per the hooks) held that member.
         for exec_run, exec_step, label in executed:
