@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -130,14 +131,19 @@ class DictStore:
 class HangingModel(BagOfWordsModel):
     """A `BagOfWordsModel` whose calls named in `hang` never return while they are named there: they await an
     `asyncio.Event` nobody sets (a provider that accepted the request and went silent). Names: `document`,
-    `query` (`embed` by input type), `count_tokens`, `max_input_tokens`. `hung` counts the calls that hung."""
+    `query` (`embed` by input type), `count_tokens`, `max_input_tokens`. `hung` counts the calls that hung. With
+    `in_thread`, a call hangs in a worker thread instead (`asyncio.to_thread` of a wait nobody ends), as a local model
+    stuck in `run_in_executor` would: cancelling the await does not end the thread."""
 
     hang: set[str] = field(default_factory=lambda: {'document'})
     hung: int = 0
+    in_thread: bool = False
 
     async def _maybe_hang(self, call: str) -> None:
         if call in self.hang:
             self.hung += 1
+            if self.in_thread:
+                await asyncio.to_thread(threading.Event().wait)
             await asyncio.Event().wait()
 
     async def embed(

@@ -177,16 +177,18 @@ def test_embedding_timeout_is_validated_and_carried() -> None:
     assert strategy.config is not None and strategy.config.embedding_timeout == 3
 
 
-def test_toolproxy_embed_gives_up_on_a_hung_embedder(tmp_path: Path) -> None:
-    """`hanging`'s document calls never return: `toolproxy embed` exits 1 within the config file's
-    `embedding_timeout`, naming the call and the bound; nothing is stored."""
+@pytest.mark.parametrize('embedder', ['hanging', 'hanging_thread'])
+def test_toolproxy_embed_gives_up_on_a_hung_embedder(embedder: str, tmp_path: Path) -> None:
+    """`hanging`'s document calls never return (`hanging_thread`'s in a worker thread, which the interpreter would
+    wait for at exit): `toolproxy embed` exits 1 within the config file's `embedding_timeout`, naming the call and
+    the bound; nothing is stored."""
     cache = tmp_path / 'c.sqlite3'
     config = tmp_path / 'toolproxy.toml'
     source = os.path.relpath(ROOT / EMBEDDERS, tmp_path)  # relative paths are the config file's
     config.write_text(
         f'[sources.tools]\nmodule = "{source}:tool_groups"\n'
         '[[tool_sources]]\nsource_id = "tools"\npresentation = "proxy"\n'
-        f'[discovery]\nembedder = "{source}:hanging"\nembedding_timeout = 0.5\n'
+        f'[discovery]\nembedder = "{source}:{embedder}"\nembedding_timeout = 0.5\n'
     )
     started = time.monotonic()
     proc = toolproxy('--config', str(config), 'embed', cache=cache)

@@ -20,12 +20,21 @@ from typing import Any, TypeVar
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, infer_embedding_model, merge_embedding_settings
 
-__all__ = ('EmbedderTimeout', 'ResolvedEmbedder', 'bounded', 'vector_bytes')
+__all__ = ('EmbedderTimeout', 'ResolvedEmbedder', 'bounded', 'gave_up', 'vector_bytes')
 
 T = TypeVar('T')
 
 _ABANDONED: set[asyncio.Future[Any]] = set()
 """Calls `bounded` gave up on, kept referenced until they end (a task nobody holds may be garbage-collected)."""
+_GAVE_UP = [0]
+"""How many calls `bounded` gave up on in this process (`gave_up`)."""
+
+
+def gave_up() -> int:
+    """How many embedder calls `bounded` gave up on in this process. Such a call may still hold a worker thread
+    (a local model computing, or deadlocked, in `run_in_executor`), which the interpreter would wait for at exit;
+    the CLI exits without waiting when this is not 0."""
+    return _GAVE_UP[0]
 
 
 class EmbedderTimeout(TimeoutError):
@@ -63,6 +72,7 @@ async def bounded(call: Awaitable[T], seconds: float, what: str) -> T:
         _abandon(task)
         raise
     if not done:
+        _GAVE_UP[0] += 1
         _abandon(task)
         raise EmbedderTimeout(f'{what} gave no answer within {seconds:g} s')
     return task.result()
