@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -202,6 +203,12 @@ def test_toolproxy_embed_gives_up_on_a_hung_embedder(embedder: str, tmp_path: Pa
     ), proc.stderr
     doc = json_of(toolproxy('--config', str(config), 'embed', '--json', cache=cache))
     assert doc['failed'] == 7 and 'gave no answer within 0.5 s' in doc['error']
+    started = time.monotonic()
+    search = toolproxy('--config', str(config), 'search', 'note', '--json', cache=cache)
+    assert search.returncode == 0, search.stderr
+    assert json.loads(search.stdout) == json_of(toolproxy(*SOURCES, 'search', 'note', '--json'))  # keyword page
+    assert search.stderr.count('gave no answer within 0.5 s') == 1, search.stderr  # not asked again at once
+    assert time.monotonic() - started < 60
 
 
 # --- a cache of another dimensionality ---------------------------------------------------------------------------

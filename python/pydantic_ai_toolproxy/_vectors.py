@@ -816,8 +816,10 @@ async def embed_surface(
     probe run) now: what the store already holds is counted as cached, the rest goes to the embedder and into
     the store. `progress(done, total)` is called after the store lookup and after each batch.
 
-    An embedder error stops the pass: the texts left count as `failed` and `error` says why (the vectors of the
-    batches before it are kept and stored).
+    An embedder error (an embedder call past `embedding_timeout` too) stops the pass: the texts left count as
+    `failed` and `error` says why (the vectors of the batches before it are kept and stored); a search of the
+    surface asks the embedder for them again `RETRY_SECONDS` later. Cached vectors of another dimensionality
+    than the embedder's fresh ones are embedded again too (`ToolVectors.adopt_dimensions`: not counted as cached).
 
     Raises:
         ValueError: the capability's config has no embedder.
@@ -858,6 +860,7 @@ async def embed_surface(
             await vectors.embed_texts(stale, counts, step)
     except Exception as e:
         counts.error = repr(e)[:500]
+        vectors._retry_at = time.monotonic() + RETRY_SECONDS  # a search right after does not ask again at once
     counts.failed = len(texts) - counts.cached - counts.embedded
     counts.seconds = time.perf_counter() - started
     return counts
