@@ -72,14 +72,15 @@ pub(super) fn encode(codes: &[i8], signs: &mut [u64], low: &mut [u8]) {
     signs.fill(0);
     for (group, chunk) in codes.chunks(8).enumerate() {
         let mut bytes = [0u8; 8];
-        for (t, &code) in chunk.iter().enumerate() {
-            bytes[t] = code as u8;
-            if code < 0 {
-                let i = 8 * group + t;
-                signs[i / 64] |= 1 << (i % 64);
-            }
+        for (byte, &code) in bytes.iter_mut().zip(chunk) {
+            *byte = code as u8;
         }
-        let packed = pack7(u64::from_le_bytes(bytes)).to_le_bytes();
+        let word = u64::from_le_bytes(bytes);
+        // The top bit of byte `t` to bit `t`: one multiplication gathers the eight bits.
+        let sign_byte =
+            (((word & 0x8080_8080_8080_8080) >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56;
+        signs[group / 8] |= sign_byte << (8 * (group % 8));
+        let packed = pack7(word).to_le_bytes();
         low[7 * group..7 * group + 7].copy_from_slice(&packed[..7]);
     }
 }
