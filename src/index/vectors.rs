@@ -41,6 +41,11 @@ pub const PREFILTER_POOL: usize = 3072;
 /// the query's codes at 8 bits or more, see [`query_range`]).
 pub const MAX_DIMENSIONS: usize = 16_384;
 
+thread_local! {
+    /// The prefilter's distances, reused by this thread's queries.
+    static DISTANCES: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// The quantized vectors of the live documents that have one.
 #[derive(Debug, Default)]
 pub(super) struct Vectors {
@@ -424,15 +429,24 @@ impl Vectors {
         let planes = self.planes(dimensions);
         let slots = self.slot_doc.len();
         let (candidates, scanned) = if slots > pool {
-            let mut distances = vec![0u32; slots];
-            vector_scan::distances(&query.scan, &self.signs, &mut distances);
             let by_slot = selected.map(|selected| move |slot: usize| selected(self.slot_doc[slot]));
-            vector_scan::pool(
-                &distances,
-                planes.words,
-                pool,
-                by_slot.as_ref().map(|f| f as &dyn Fn(usize) -> bool),
-            )
+            let run = |distances: &mut Vec<u32>| {
+                distances.clear();
+                distances.resize(slots, 0);
+                vector_scan::distances(&query.scan, &self.signs, distances);
+                vector_scan::pool(
+                    distances,
+                    planes.words,
+                    pool,
+                    by_slot.as_ref().map(|f| f as &dyn Fn(usize) -> bool),
+                )
+            };
+            // One buffer per thread: a fresh 400 kB allocation per query is fresh pages from the
+            // kernel each time.
+            DISTANCES.with(|buffer| match buffer.try_borrow_mut() {
+                Ok(mut buffer) => run(&mut buffer),
+                Err(_) => run(&mut Vec::new()),
+            })
         } else {
             let all: Vec<u32> = (0..slots as u32)
                 .filter(|&slot| selected.is_none_or(|keep| keep(self.slot_doc[slot as usize])))
