@@ -333,7 +333,7 @@ fn merge(
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{record, search};
+    use super::super::tests::{record, search, skewed_index, xorshift};
     use super::super::Record;
     use super::*;
     use proptest::prelude::*;
@@ -628,18 +628,8 @@ mod tests {
             "city", "report", "create", "update", "delete", "the", "for", "of", "a", "stock",
             "price", "flight", "hotel", "event", "email",
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
-        let word = |next: &mut dyn FnMut(usize) -> usize| {
-            let pick = next(1000);
-            let index = (words.len() as f64).powf(pick as f64 / 1000.0) as usize - 1;
-            index.min(words.len() - 1)
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15_u64);
+        let word = |next: &mut dyn FnMut(usize) -> usize| skewed_index(next, words.len());
         let dimensions = 12;
         let embed = |ids: &[usize]| {
             let mut vector = vec![0.0f32; dimensions];
@@ -721,13 +711,7 @@ mod tests {
         ];
         let dimensions = 24;
         let docs = super::super::vectors::PREFILTER_POOL + 1500;
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d_u64);
         let mut keys = Vec::new();
         let mut rows = Vec::new();
         let records: Vec<Record> = (0..docs)

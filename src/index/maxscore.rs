@@ -659,7 +659,7 @@ impl SearchIndex {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::record;
+    use super::super::tests::{record, skewed_index, xorshift};
     use super::super::{Record, SearchIndex};
 
     #[test]
@@ -705,19 +705,9 @@ mod tests {
             "message",
             "account",
         ];
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = move |bound: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % bound as u64) as usize
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d_u64);
         // Word `i` drawn with probability about proportional to 1 / (i + 1).
-        let word = |next: &mut dyn FnMut(usize) -> usize| {
-            let pick = next(1000);
-            let index = (words.len() as f64).powf(pick as f64 / 1000.0) as usize - 1;
-            words[index.min(words.len() - 1)]
-        };
+        let word = |next: &mut dyn FnMut(usize) -> usize| words[skewed_index(next, words.len())];
         let (mut cuts, mut thresholds, mut drops) = (0, 0, 0);
         for round in 0..4 {
             let mut index = SearchIndex::new();

@@ -256,6 +256,26 @@ pub(super) mod tests {
         }
     }
 
+    /// A deterministic xorshift64 generator for randomized tests: each call returns a number in
+    /// `0..bound` (`bound` > 0; panics on 0). The same nonzero `seed` gives the same sequence.
+    pub(crate) fn xorshift(mut seed: u64) -> impl FnMut(usize) -> usize {
+        move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        }
+    }
+
+    /// An index in `0..len` (`len` > 0) drawn from `next` (an [`xorshift`] generator), index `i`
+    /// with probability about proportional to 1 / (i + 1): the skewed word frequencies of the
+    /// randomized corpora.
+    pub(crate) fn skewed_index(next: &mut dyn FnMut(usize) -> usize, len: usize) -> usize {
+        let pick = next(1000);
+        let index = (len as f64).powf(pick as f64 / 1000.0) as usize - 1;
+        index.min(len - 1)
+    }
+
     pub(crate) fn search(
         index: &SearchIndex,
         query: &str,
