@@ -3,7 +3,7 @@
 //! from the benchmark corpus (`TOOLPROXY_RECORDS`, see `records_from`).
 
 use super::*;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Deterministic pseudo-random words for a synthetic corpus.
 fn corpus(count: usize) -> Vec<Record> {
@@ -11,13 +11,7 @@ fn corpus(count: usize) -> Vec<Record> {
         "get", "list", "create", "update", "delete", "search", "merge", "sync",
     ];
     let nouns: Vec<String> = (0..3000).map(|i| format!("noun{i}")).collect();
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % bound as u64) as usize
-    };
+    let mut next = super::tests::xorshift(0x2545_f491_4f6c_dd1d);
     (0..count)
         .map(|i| {
             let group = format!("group{}", i % 100);
@@ -77,6 +71,29 @@ fn keyword_search_over_100k() {
     let keys: Vec<Arc<str>> = index.keys().into_iter().take(30_000).collect();
     index.remove(keys.iter().map(|k| &**k));
     println!("remove 30k + compact: {:?}", started.elapsed());
+}
+
+/// The values of the environment variables `names` (a benchmark's inputs), or None when one is
+/// unset or not Unicode (the benchmark then does nothing).
+pub(super) fn env_vars<const N: usize>(names: [&str; N]) -> Option<[String; N]> {
+    let values: Vec<String> = names
+        .iter()
+        .map(|name| std::env::var(name).ok())
+        .collect::<Option<_>>()?;
+    values.try_into().ok()
+}
+
+/// The whole number in the environment variable `name`, or `default` when it is unset or not one.
+pub(super) fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The `p` quantile (0..=1, nearest rank) of the ascending `sorted` (not empty).
+pub(super) fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
 /// Records from a file of tab-separated `key group tool description names texts` lines (names and
@@ -153,10 +170,7 @@ fn build_phases() {
         return;
     };
     let records = records_from(&path);
-    let rounds: usize = std::env::var("ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+    let rounds = env_number("ROUNDS", 5);
     let mut builds = Vec::new();
     let mut tokenizes = Vec::new();
     let mut inserts = Vec::new();
@@ -199,10 +213,7 @@ fn build_phases() {
 #[test]
 #[ignore = "timing; TOOLPROXY_RECORDS=file TOOLPROXY_QUERIES=file, run with --release --ignored --nocapture"]
 fn first_search() {
-    let (Ok(records), Ok(queries)) = (
-        std::env::var("TOOLPROXY_RECORDS"),
-        std::env::var("TOOLPROXY_QUERIES"),
-    ) else {
+    let Some([records, queries]) = env_vars(["TOOLPROXY_RECORDS", "TOOLPROXY_QUERIES"]) else {
         return;
     };
     let mut index = SearchIndex::new();
@@ -223,9 +234,6 @@ fn first_search() {
     };
     let mut first: Vec<_> = queries.lines().map(time).collect();
     first.sort();
-    let at = |samples: &[std::time::Duration], q: f64| {
-        samples[((samples.len() - 1) as f64 * q).round() as usize]
-    };
     let mut by_query: Vec<_> = queries
         .lines()
         .map(|query| {
@@ -261,8 +269,8 @@ fn first_search() {
     cold.sort();
     println!(
         "cold caches: median {:?} p95 {:?}",
-        at(&cold, 0.5),
-        at(&cold, 0.95)
+        percentile(&cold, 0.5),
+        percentile(&cold, 0.95)
     );
     for query in queries.lines() {
         assert_eq!(
@@ -274,9 +282,9 @@ fn first_search() {
     println!(
         "{} queries: first search on a thread median {:?} p95 {:?}; later median {:?} p95 {:?}",
         first.len(),
-        at(&first, 0.5),
-        at(&first, 0.95),
-        at(&later, 0.5),
-        at(&later, 0.95)
+        percentile(&first, 0.5),
+        percentile(&first, 0.95),
+        percentile(&later, 0.5),
+        percentile(&later, 0.95)
     );
 }

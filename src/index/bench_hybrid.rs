@@ -14,6 +14,7 @@
 //! the other tool chosen by a fixed sequence), so replicas are near their original but distinct,
 //! and every vector stays in the region real embeddings occupy (no random vectors).
 
+use super::bench::{env_number, env_vars, percentile, records_from};
 use super::vectors::Vectors;
 use super::*;
 use std::time::{Duration, Instant};
@@ -94,13 +95,7 @@ fn bytes(values: &[f32]) -> Vec<u8> {
 
 /// `count` records and their vectors: the base records, then replicas (see the module docs).
 fn replicated(base: &[Record], vectors: &[Vec<f32>], count: usize) -> (Vec<Record>, Vec<Vec<f32>>) {
-    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move |bound: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % bound as u64) as usize
-    };
+    let mut next = super::tests::xorshift(0x2545_f491_4f6c_dd1d);
     let mut records = Vec::with_capacity(count);
     let mut rows = Vec::with_capacity(count);
     'outer: for k in 0.. {
@@ -153,10 +148,6 @@ fn thread_cpu_time() -> Duration {
     Duration::new(time.seconds as u64, time.nanoseconds as u32)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 fn summary(name: &str, times: Vec<(Duration, Duration)>) {
     let (mut wall, mut cpu): (Vec<Duration>, Vec<Duration>) = times.into_iter().unzip();
     wall.sort();
@@ -175,19 +166,14 @@ fn summary(name: &str, times: Vec<(Duration, Duration)>) {
 #[test]
 #[ignore = "timing; TOOLPROXY_RECORDS=file TOOLPROXY_VECTORS=dir, run with --release --ignored --nocapture"]
 fn hybrid_search_over_100k() {
-    let (Ok(records_path), Ok(vectors_dir)) = (
-        std::env::var("TOOLPROXY_RECORDS"),
-        std::env::var("TOOLPROXY_VECTORS"),
-    ) else {
+    let Some([records_path, vectors_dir]) = env_vars(["TOOLPROXY_RECORDS", "TOOLPROXY_VECTORS"])
+    else {
         return;
     };
-    let count: usize = std::env::var("TOOLPROXY_TOOLS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(100_000);
+    let count = env_number("TOOLPROXY_TOOLS", 100_000);
     let dir = std::path::Path::new(&vectors_dir);
     let dimensions = 384;
-    let base = super::bench::records_from(&records_path);
+    let base = records_from(&records_path);
     let base_vectors = rows(&dir.join("bfcl_tools.f32"), dimensions);
     assert_eq!(
         base.len(),
