@@ -64,7 +64,7 @@ impl PySearchIndex {
     /// Removes records by key; unknown keys are ignored.
     fn remove(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) -> PyResult<()> {
         guard(|| {
-            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            let keys = owned_texts(&keys);
             py.detach(|| self.write().remove(&keys));
             Ok(())
         })
@@ -102,7 +102,14 @@ impl PySearchIndex {
         offset: &Bound<'py, PyAny>,
         limit: &Bound<'py, PyAny>,
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
-        guard(|| self.search_records(py, query, groups, offset, limit))
+        guard(|| {
+            let (offset, limit) = window(offset, limit)?;
+            let query = text(query);
+            let (total, keys) = self.read_with_groups(py, groups, |index, groups| {
+                index.search(&query, groups, offset, limit)
+            });
+            Ok((total, PyList::new(py, keys.iter().map(|key| &**key))?))
+        })
     }
 
     /// Attaches little-endian float32 `vectors` (`len(keys) * dimensions * 4` bytes) to the live
@@ -122,7 +129,7 @@ impl PySearchIndex {
                     "vector dimensions must not be negative, got {dimensions}"
                 )))
             })?;
-            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            let keys = owned_texts(&keys);
             let bytes = buffer_bytes(vectors)?;
             let bytes: &[u8] = &bytes;
             py.detach(|| self.write().set_vectors(&keys, bytes, dimensions))
@@ -133,7 +140,7 @@ impl PySearchIndex {
     /// Drops the vectors of `keys` (unknown keys are ignored).
     fn drop_vectors(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) -> PyResult<()> {
         guard(|| {
-            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            let keys = owned_texts(&keys);
             py.detach(|| self.write().drop_vectors(&keys));
             Ok(())
         })
@@ -164,7 +171,7 @@ impl PySearchIndex {
         keys: Vec<Bound<'_, PyString>>,
     ) -> PyResult<Vec<String>> {
         guard(|| {
-            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            let keys = owned_texts(&keys);
             Ok(py.detach(|| self.read().vector_keys_missing(&keys)))
         })
     }
@@ -183,26 +190,13 @@ impl PySearchIndex {
         weight: f64,
     ) -> PyResult<(usize, Bound<'py, PyList>)> {
         guard(|| {
-            let (offset, limit) =
-                index::search_window(saturating_i64(offset)?, saturating_i64(limit)?)
-                    .map_err(value_error)?;
-            let query = text(query).into_owned();
+            let (offset, limit) = window(offset, limit)?;
+            let query = text(query);
             let vector = query_vector.map(buffer_bytes).transpose()?;
             let vector = vector.as_deref();
-            let groups = group_names(groups);
-            let (total, keys) = py
-                .detach(|| {
-                    let names: Option<Vec<&str>> = groups
-                        .as_ref()
-                        .map(|g| g.iter().map(String::as_str).collect());
-                    self.read().search_hybrid(
-                        &query,
-                        vector,
-                        names.as_deref(),
-                        offset,
-                        limit,
-                        weight,
-                    )
+            let (total, keys) = self
+                .read_with_groups(py, groups, |index, groups| {
+                    index.search_hybrid(&query, vector, groups, offset, limit, weight)
                 })
                 .map_err(value_error)?;
             Ok((total, PyList::new(py, keys.iter().map(|key| &**key))?))
@@ -226,14 +220,9 @@ impl PySearchIndex {
             let key = text(key);
             let vector = query_vector.map(buffer_bytes).transpose()?;
             let vector = vector.as_deref();
-            let groups = group_names(groups);
-            let explained = py
-                .detach(|| {
-                    let names: Option<Vec<&str>> = groups
-                        .as_ref()
-                        .map(|g| g.iter().map(String::as_str).collect());
-                    self.read()
-                        .explain_hybrid(&query, vector, names.as_deref(), &key, weight)
+            let explained = self
+                .read_with_groups(py, groups, |index, groups| {
+                    index.explain_hybrid(&query, vector, groups, &key, weight)
                 })
                 .map_err(value_error)?;
             Ok(explained.map(|e| {
@@ -263,13 +252,8 @@ impl PySearchIndex {
         guard(|| {
             let query = text(query);
             let key = text(key);
-            let groups: Option<Vec<String>> =
-                groups.map(|g| g.iter().map(|name| text(name).into_owned()).collect());
-            let explained = py.detach(|| {
-                let names: Option<Vec<&str>> = groups
-                    .as_ref()
-                    .map(|g| g.iter().map(String::as_str).collect());
-                self.read().explain(&query, names.as_deref(), &key)
+            let explained = self.read_with_groups(py, groups, |index, groups| {
+                index.explain(&query, groups, &key)
             });
             Ok(explained.map(|e| {
                 let matches = e
@@ -305,9 +289,18 @@ fn buffer_bytes<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a
     ))
 }
 
-/// Optional group names as owned strings (for use without the GIL).
-fn group_names(groups: Option<Vec<Bound<'_, PyString>>>) -> Option<Vec<String>> {
-    groups.map(|groups| groups.iter().map(|g| text(g).into_owned()).collect())
+/// Python strings as owned strings (for use without the GIL).
+fn owned_texts(values: &[Bound<'_, PyString>]) -> Vec<String> {
+    values
+        .iter()
+        .map(|value| text(value).into_owned())
+        .collect()
+}
+
+/// The `(offset, limit)` of a search: Python ints (saturated to `i64`) checked by
+/// `index::search_window` (`ValueError` for a negative one).
+fn window(offset: &Bound<'_, PyAny>, limit: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+    index::search_window(saturating_i64(offset)?, saturating_i64(limit)?).map_err(value_error)
 }
 
 /// What `explain` returns to Python.
@@ -365,26 +358,20 @@ impl PySearchIndex {
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn search_records<'py>(
+    /// `body(index, groups)` without the GIL, on the read-locked index, with `groups` (converted
+    /// to owned strings while the GIL is held) as `&str`s.
+    fn read_with_groups<T: Send>(
         &self,
-        py: Python<'py>,
-        query: &Bound<'py, PyString>,
-        groups: Option<Vec<Bound<'py, PyString>>>,
-        offset: &Bound<'py, PyAny>,
-        limit: &Bound<'py, PyAny>,
-    ) -> PyResult<(usize, Bound<'py, PyList>)> {
-        let (offset, limit) = index::search_window(saturating_i64(offset)?, saturating_i64(limit)?)
-            .map_err(value_error)?;
-        let query = text(query).into_owned();
-        let groups: Option<Vec<String>> =
-            groups.map(|groups| groups.iter().map(|g| text(g).into_owned()).collect());
-        let (total, keys) = py.detach(|| {
-            let group_refs: Option<Vec<&str>> = groups
+        py: Python<'_>,
+        groups: Option<Vec<Bound<'_, PyString>>>,
+        body: impl FnOnce(&index::SearchIndex, Option<&[&str]>) -> T + Send,
+    ) -> T {
+        let groups: Option<Vec<String>> = groups.map(|groups| owned_texts(&groups));
+        py.detach(|| {
+            let names: Option<Vec<&str>> = groups
                 .as_ref()
                 .map(|groups| groups.iter().map(String::as_str).collect());
-            self.read()
-                .search(&query, group_refs.as_deref(), offset, limit)
-        });
-        Ok((total, PyList::new(py, keys.iter().map(|key| &**key))?))
+            body(&self.read(), names.as_deref())
+        })
     }
 }
