@@ -54,6 +54,20 @@ def toolproxy(
     return run_toolproxy(*args, env={**cache_env, **(env or {})}, cwd=cwd)
 
 
+def embed_config(folder: Path, embedder: str, discovery: str) -> Path:
+    """Write `folder/toolproxy.toml`: the tools of `tool_groups()`, proxied, with `[discovery]`'s `embedder` the
+    attribute `embedder` of tests/cli_embedders.py (named relative to the file, as the config file's paths are)
+    followed by the TOML lines `discovery`; returns the file's path."""
+    config = folder / 'toolproxy.toml'
+    source = os.path.relpath(ROOT / EMBEDDERS, folder)
+    config.write_text(
+        f'[sources.tools]\nmodule = "{source}:tool_groups"\n'
+        '[[tool_sources]]\nsource_id = "tools"\npresentation = "proxy"\n'
+        f'[discovery]\nembedder = "{source}:{embedder}"\n{discovery}'
+    )
+    return config
+
+
 def stored(path: Path) -> dict[bytes, bytes]:
     with SQLiteEmbeddingStore(path) as store:
         found = store.get_many(KEY, list(texts()))
@@ -98,13 +112,7 @@ def test_embed_fills_the_cache_with_the_vectors_a_run_uses_then_finds_them_all(t
 
 def test_embed_takes_the_config_after_the_command_and_only_new_texts_are_embedded(tmp_path: Path) -> None:
     cache = tmp_path / 'c.sqlite3'
-    config = tmp_path / 'toolproxy.toml'
-    source = os.path.relpath(ROOT / EMBEDDERS, tmp_path)  # relative paths are the config file's
-    config.write_text(
-        f'[sources.tools]\nmodule = "{source}:tool_groups"\n'
-        '[[tool_sources]]\nsource_id = "tools"\npresentation = "proxy"\n'
-        f'[discovery]\nembedder = "{source}:bag"\nembedding_cache = "c.sqlite3"\nsemantic_weight = 0.25\n'
-    )
+    config = embed_config(tmp_path, 'bag', 'embedding_cache = "c.sqlite3"\nsemantic_weight = 0.25\n')
     one = dict(list(expected_vectors().items())[:3])
     with SQLiteEmbeddingStore(cache) as store:
         store.put_many(KEY, one)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -31,7 +30,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from support import SEARCH, json_of, page_of, returns
-from test_cli_embed import EMBEDDERS, ROOT, SOURCES, toolproxy
+from test_cli_embed import EMBEDDERS, SOURCES, embed_config, toolproxy
 from test_hybrid_search import DESCRIPTIONS, SYNONYMS, UMBRELLA, catalogue, names, pages, proxy
 
 from pydantic_ai_toolproxy import (
@@ -184,13 +183,7 @@ def test_toolproxy_embed_gives_up_on_a_hung_embedder(embedder: str, tmp_path: Pa
     wait for at exit): `toolproxy embed` exits 1 within the config file's `embedding_timeout`, naming the call and
     the bound; nothing is stored."""
     cache = tmp_path / 'c.sqlite3'
-    config = tmp_path / 'toolproxy.toml'
-    source = os.path.relpath(ROOT / EMBEDDERS, tmp_path)  # relative paths are the config file's
-    config.write_text(
-        f'[sources.tools]\nmodule = "{source}:tool_groups"\n'
-        '[[tool_sources]]\nsource_id = "tools"\npresentation = "proxy"\n'
-        f'[discovery]\nembedder = "{source}:{embedder}"\nembedding_timeout = 0.5\n'
-    )
+    config = embed_config(tmp_path, embedder, 'embedding_timeout = 0.5\n')
     started = time.monotonic()
     proc = toolproxy('--config', str(config), 'embed', cache=cache)
     assert time.monotonic() - started < 60
