@@ -1,57 +1,21 @@
 """A transcript shared by tenants: the same `message_history` objects start runs of different tenants (one shared
 capability whose source lists per-deps member sets). Each run's model reads the short unknown-tool retry written for
-its own tenant's tools, never one written by another tenant's run (`_unknown.RetryRewrites` is kept per run).
+its own tenant's tools, never one written by another tenant's run (`_unknown.RetryRewrites` is kept per run). The
+tenants and their catalogues are tests/test_tenants.py's.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai.tools import Tool
-from pydantic_ai.toolsets import FunctionToolset
-from pydantic_ai.toolsets._dynamic import DynamicToolset
 from support import returns
-
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from test_tenants import Tenant, tenant_proxy
 
 pytestmark = pytest.mark.anyio
 
 TENANTS = ('acme', 'globex')
-
-
-@dataclass
-class Tenant:
-    name: str
-
-
-def catalogue(tenant: str) -> FunctionToolset[Tenant]:
-    """Ten tools only `tenant` has: `{tenant}_op_{i}`."""
-
-    async def op(**kwargs: Any) -> str:
-        return tenant
-
-    return FunctionToolset(
-        [
-            Tool.from_schema(
-                op,
-                name=f'{tenant}_op_{i}',
-                description=f'Operate record {i} of the {tenant} account',
-                json_schema={'type': 'object', 'properties': {'record': {'type': 'string'}}},
-            )
-            for i in range(10)
-        ]
-    )
-
-
-def tenant_proxy() -> ToolProxyCapability[Tenant]:
-    catalogues = {t: catalogue(t) for t in TENANTS}
-    source = DynamicToolset[Tenant](toolset_func=lambda ctx: catalogues[ctx.deps.name], per_run_step=True)
-    return ToolProxyCapability(groups={'account': ToolProxyGroup(source=source, description='The account tools')})
 
 
 def calls_then_done(name: str) -> FunctionModel:
@@ -66,7 +30,7 @@ def calls_then_done(name: str) -> FunctionModel:
 
 
 async def test_a_history_shared_by_tenants_gets_each_tenants_own_unknown_tool_retry() -> None:
-    proxy = tenant_proxy()
+    proxy = tenant_proxy(list(TENANTS))
     first = Agent(calls_then_done('operate_record_3'), deps_type=Tenant, capabilities=[proxy])
     shared = (await first.run('go', deps=Tenant('acme'))).all_messages()
     seen: dict[str, list[ModelMessage]] = {}
