@@ -17,7 +17,7 @@ from ._messages import FailureReason, ProxyFailed, cut, failed, listing, retry, 
 from ._runtime import ProxyRuntime
 from ._vectors import ToolVectors
 
-__all__ = ('KEYWORD', 'Ranking', 'entry_for', 'entry_json', 'entry_size', 'run_search', 'search_page')
+__all__ = ('KEYWORD', 'Ranking', 'entry_for', 'entry_json', 'entry_size', 'search_page')
 
 
 @dataclass(frozen=True)
@@ -236,18 +236,6 @@ async def _rank_hybrid(
             return total, keys, Ranking('keyword', reason, with_vectors, tools)
         except RuntimeError as e:
             raise _core_failed(cache, e) from e
-
-
-async def run_search(
-    ctx: RunContext[Any],
-    runtime: ProxyRuntime,
-    query: str,
-    group: str | None,
-    limit: int | None,
-    offset: int,
-) -> dict[str, Any]:
-    """`search_page(...)`'s page."""
-    return (await search_page(ctx, runtime, query, group, limit, offset))[0]
 
 
 async def search_page(

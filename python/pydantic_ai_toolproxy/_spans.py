@@ -93,7 +93,7 @@ def _query_bytes(query: object) -> int | None:
 def _search_refusal(
     runtime: ProxyRuntime, ctx: RunContext[Any], error: BaseException, query: Any, group: Any, limit: Any, offset: Any
 ) -> str:
-    """The refusal code of a search that raised `error`, checking the arguments in `run_search`'s order."""
+    """The refusal code of a search that raised `error`, checking the arguments in `search_page`'s order."""
     if isinstance(error, ProxyFailed) and error.reason is not None:
         return error.reason.kind
     if not isinstance(error, ModelRetry):
