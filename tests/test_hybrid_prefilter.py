@@ -189,7 +189,11 @@ def test_pages_total_and_explain_agree_above_the_pool(big: Big) -> None:
                 explained = [index.explain_hybrid(query, vector, groups, key, 0.4) for key in first[:60]]
                 order = [(not e[0], -e[6]) for e in explained if e is not None]
                 assert order == sorted(order), (query, groups)
-                keyword, _ = index.search(query, groups, 0, 0)
+                keyword, matched = index.search(query, groups, 0, 10_000)
+                for key, e in zip(first, explained, strict=False):
+                    plain = index.explain(query, groups, key)
+                    assert e is not None and plain is not None
+                    assert e[1] == (plain[1] if key in matched else 0.0), (query, groups, key)
                 semantic = sum(1 for e in explained if e is not None and e[4] > 0 and e[1] == 0 and not e[0])
                 assert keyword <= total <= keyword + 49 and semantic <= total - keyword
 
