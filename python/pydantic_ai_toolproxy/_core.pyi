@@ -312,7 +312,9 @@ class SearchIndex:
         ``keyword_score`` is the record's keyword score (``explain``'s ``score``, 0 for a non-match),
         ``keyword_share = (1 - weight) * kw``, ``cosine`` its cosine with the query vector (``None``
         without either vector), ``semantic_share = weight * sem``, and ``fused`` their sum, the value
-        ``search_hybrid`` ranks by after exact names (see there). A record outside ``groups`` is
-        explained as if selected, against the selection's best keyword score and cosines. Raises
-        as ``search_hybrid`` does.
+        ``search_hybrid`` ranks by after exact names (see there). Above 3,072 selected vectors the
+        50 nearest come from a prefilter's pool: a record the pool left out has ``semantic_share`` 0
+        here as in the ranking, whatever its ``cosine``. A record outside ``groups`` is explained as
+        if selected, against the selection's best keyword score and cosines. Raises as
+        ``search_hybrid`` does.
         """

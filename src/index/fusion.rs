@@ -246,8 +246,9 @@ impl SearchIndex {
     }
 
     /// Explains the hybrid rank of the live document `key` (`None`: unknown key); the arguments
-    /// and errors are those of [`Self::search_hybrid`]. A document outside the selected `groups`
-    /// is explained as if selected, against the selection's best scores.
+    /// and errors are those of [`Self::search_hybrid`]. The semantic share is the ranking's: 0 for
+    /// a document the prefilter's pool left out, whatever its cosine. A document outside the
+    /// selected `groups` is explained as if selected, against the selection's best scores.
     pub fn explain_hybrid(
         &self,
         query: &str,
@@ -286,7 +287,17 @@ impl SearchIndex {
             .and_then(|vector| self.vectors.cosine(vector, doc));
         let sem = match (&vector, cosine) {
             (Some(vector), Some(cosine)) if weight > 0.0 => {
-                semantic(cosine, self.nearest(vector, allowed).scale)
+                let nearest = self.nearest(vector, allowed);
+                if selected {
+                    // The share the ranking gives: 0 for a document the prefilter's pool left out
+                    // (above `PREFILTER_POOL` vectors), whatever its cosine.
+                    nearest
+                        .candidates
+                        .binary_search_by_key(&doc, |&(candidate, _)| candidate)
+                        .map_or(0.0, |at| nearest.candidates[at].1)
+                } else {
+                    semantic(cosine, nearest.scale)
+                }
             }
             _ => 0.0,
         };
@@ -595,6 +606,49 @@ mod tests {
         let (total, keys) = hybrid(&index, "zzz", Some(&[1.0, 0.0, 0.0]), None, (0, 10), 0.5);
         assert_eq!((total, keys), (1, vec!["meteo__umbrella".to_owned()]));
         assert_eq!(index.vectors.docs().len(), index.vector_count());
+    }
+
+    #[test]
+    fn explain_gives_the_ranking_share_to_a_document_the_prefilter_left_out() {
+        // Above the prefilter's pool, a vector nearly equal to the query but with the other sign
+        // on its small components has a sign plane farther than every filler's: the pool leaves
+        // it out, and explain must not give it the semantic share the ranking did not.
+        let fillers = super::super::vectors::PREFILTER_POOL + 100;
+        let dimensions = 64;
+        let mut index = SearchIndex::new();
+        index.upsert((0..fillers).map(|i| record("g", &format!("t{i:05}"), "filler")));
+        index.upsert([record("spike", "a", "nothing")]);
+        let mut keys: Vec<String> = (0..fillers).map(|i| format!("g__t{i:05}")).collect();
+        keys.push("spike__a".to_owned());
+        let mut rows: Vec<f32> = (0..fillers * dimensions)
+            .map(|i| 0.01 + (i * 7919 % 1000) as f32 * 1e-5)
+            .collect();
+        rows.push(1.0);
+        rows.extend(std::iter::repeat_n(-0.01f32, dimensions - 1));
+        index.set_vectors(&keys, &bytes(&rows), dimensions).unwrap();
+        let mut query = vec![0.01f32; dimensions];
+        query[0] = 1.0;
+        let (total, ranked) = hybrid(&index, "zzz", Some(&query), None, (0, 100), 1.0);
+        assert!(!ranked.contains(&"spike__a".to_owned()) && total > 0);
+        let explained = index
+            .explain_hybrid("zzz", Some(&bytes(&query)), None, "spike__a", 1.0)
+            .unwrap()
+            .unwrap();
+        assert!(explained.cosine.unwrap() > 0.98);
+        assert_eq!((explained.semantic_share, explained.fused), (0.0, 0.0));
+        // The ranked ones are explained with the shares they were ranked by.
+        let shares: Vec<f32> = ranked
+            .iter()
+            .map(|key| {
+                let e = index
+                    .explain_hybrid("zzz", Some(&bytes(&query)), None, key, 1.0)
+                    .unwrap()
+                    .unwrap();
+                assert!(e.semantic_share > 0.0, "{key}: {e:?}");
+                e.fused
+            })
+            .collect();
+        assert!(shares.windows(2).all(|w| w[0] >= w[1]), "{shares:?}");
     }
 
     #[test]

@@ -39,11 +39,10 @@ impl ScanQuery {
     /// Quantizes `vector` (finite values; a zero vector gives every tool the same distance).
     pub(super) fn new(vector: &[f32]) -> Self {
         let words = sign_words(vector.len());
-        let largest = vector.iter().fold(0.0f32, |most, &x| most.max(x.abs()));
-        let scale = if largest > 0.0 { 127.0 / largest } else { 0.0 };
+        let (magnify, scale) = super::vectors::scales(vector, 127.0);
         let mut up = vec![PEAK; 64 * words];
         for (u, &x) in up.iter_mut().zip(vector) {
-            let scaled = (x * scale).clamp(-127.0, 127.0);
+            let scaled = (x * magnify * scale).clamp(-127.0, 127.0);
             *u = ((scaled + 0.5f32.copysign(scaled)) as i32 + 127) as u8;
         }
         let down = up.iter().map(|&u| PEAK - u).collect();

@@ -132,13 +132,31 @@ fn quantize<T>(vector: &[f32], range: f32, cast: impl Fn(i32) -> T) -> Vec<T> {
 
 /// [`quantize`] into `out` (cleared first).
 fn quantize_into<T>(vector: &[f32], range: f32, cast: impl Fn(i32) -> T, out: &mut Vec<T>) {
-    let largest = vector.iter().fold(0.0f32, |most, &x| most.max(x.abs()));
-    let scale = if largest > 0.0 { range / largest } else { 0.0 };
+    let (magnify, scale) = scales(vector, range);
     out.clear();
     out.extend(vector.iter().map(|&x| {
-        let scaled = (x * scale).clamp(-range, range);
+        let scaled = (x * magnify * scale).clamp(-range, range);
         cast((scaled + 0.5f32.copysign(scaled)) as i32)
     }));
+}
+
+/// Below this largest magnitude `range / largest` may overflow `f32` (a vector of subnormal
+/// values), which would turn every nonzero value into `+-range`.
+const TINY: f32 = 1e-30;
+
+/// `(magnify, scale)` for quantizing `vector` to `range`: `x * magnify * scale` maps the largest
+/// magnitude to `range` (`scale` 0 for a zero vector). `magnify` is 1, or `2^100` for a vector whose
+/// largest magnitude is below [`TINY`] (a power of two: exact, so it changes no direction; and
+/// `x * 1` is `x`, so other vectors get the codes they always had).
+pub(super) fn scales(vector: &[f32], range: f32) -> (f32, f32) {
+    let largest = vector.iter().fold(0.0f32, |most, &x| most.max(x.abs()));
+    let magnify = if largest < TINY {
+        f32::from_bits((127 + 100) << 23)
+    } else {
+        1.0
+    };
+    let largest = largest * magnify;
+    (magnify, if largest > 0.0 { range / largest } else { 0.0 })
 }
 
 /// `1 / ||codes||` (0 for all-zero codes).
@@ -810,6 +828,31 @@ mod tests {
                 |found: &[Nearest]| found.iter().map(|n| (n.doc, n.cosine)).collect::<Vec<_>>();
             assert_eq!(docs(&a.0), docs(&b.0));
         }
+    }
+
+    #[test]
+    fn tiny_vectors_keep_their_direction() {
+        // `127 / largest` overflows `f32` for subnormal values: without the exact magnification
+        // every nonzero value became +-127.
+        let tiny = f32::from_bits(1);
+        let small = [tiny, -2.0 * tiny, 3.0 * tiny];
+        let scaled = [1.0f32, -2.0, 3.0];
+        assert_eq!(
+            quantize(&small, 127.0, |x| x as i8),
+            quantize(&scaled, 127.0, |x| x as i8)
+        );
+        let query = Vectors::query(&small);
+        assert_eq!(query.codes, Vectors::query(&scaled).codes);
+        let mut signs = vec![0u64; 1];
+        let mut low = vec![0u8; low_bytes(3)];
+        vector_codes::encode(&[1, -2, 3], &mut signs, &mut low);
+        let (mut from_small, mut from_scaled) = ([0u32], [0u32]);
+        vector_scan::distances(&query.scan, &signs, &mut from_small);
+        vector_scan::distances(&Vectors::query(&scaled).scan, &signs, &mut from_scaled);
+        assert_eq!(from_small, from_scaled);
+        let mut vectors = Vectors::default();
+        vectors.set(0, &small);
+        assert!((vectors.cosine(&Vectors::query(&scaled), 0).unwrap() - 1.0).abs() < 1e-4);
     }
 
     #[test]
