@@ -620,12 +620,23 @@ mod tests {
         index.upsert([record("spike", "a", "nothing")]);
         let mut keys: Vec<String> = (0..fillers).map(|i| format!("g__t{i:05}")).collect();
         keys.push("spike__a".to_owned());
+        // Fillers: a positive first component, the others' signs mixed (so the sign planes are
+        // balanced and the prefilter runs), all small.
         let mut rows: Vec<f32> = (0..fillers * dimensions)
-            .map(|i| 0.01 + (i * 7919 % 1000) as f32 * 1e-5)
+            .map(|i| {
+                let magnitude = 0.01 + (i * 7919 % 1000) as f32 * 1e-5;
+                let negative = i % dimensions != 0 && (i * 2_654_435_761) >> 7 & 1 == 1;
+                if negative {
+                    -magnitude
+                } else {
+                    magnitude
+                }
+            })
             .collect();
         rows.push(1.0);
         rows.extend(std::iter::repeat_n(-0.01f32, dimensions - 1));
         index.set_vectors(&keys, &bytes(&rows), dimensions).unwrap();
+        assert!(index.vectors.signs_balanced());
         let mut query = vec![0.01f32; dimensions];
         query[0] = 1.0;
         let (total, ranked) = hybrid(&index, "zzz", Some(&query), None, (0, 100), 1.0);

@@ -37,6 +37,14 @@ const NONE: u32 = u32::MAX;
 /// 0.1 ms).
 pub const PREFILTER_POOL: usize = 3072;
 
+/// The least sign balance ([`Vectors::signs_balanced`]) at which the prefilter runs; below it the
+/// nearest are found by the exact cosine of every vector. all-MiniLM-L6-v2 vectors of the BFCL
+/// tools have 0.90 (those of 526 real MCP tools 0.86), where the prefilter's recall@50 is within
+/// 0.001 of the exact scan's. On synthetic vectors around a common direction (10,000 x 128, the
+/// recall of the prefilter against the exact scan's): balance 0.88, 0.988 against 0.990; 0.80,
+/// 0.984 against 0.990; 0.70, 0.966 against 0.984; 0.40, 0.859 against 0.971.
+pub const SIGN_BALANCE_FLOOR: f64 = 0.85;
+
 /// Most dimensions a vector may have (the largest `OpenAI` embedding model has 3,072; this leaves room and keeps
 /// the query's codes at 8 bits or more, see [`query_range`]).
 pub const MAX_DIMENSIONS: usize = 16_384;
@@ -61,6 +69,8 @@ pub(super) struct Vectors {
     slot_doc: Vec<u32>,
     /// The slot of each document ([`NONE`]: no vector); may be shorter than the documents.
     doc_slot: Vec<u32>,
+    /// Per dimension, the slots whose code is negative (for [`Self::signs_balanced`]).
+    negatives: Vec<u32>,
 }
 
 /// A query vector, quantized for [`Vectors::cosines`].
@@ -262,7 +272,11 @@ impl Vectors {
         let codes = &codes[..];
         let norm = inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32;
         let (words, bytes) = (sign_words(dimensions), low_bytes(dimensions));
+        if self.negatives.len() != dimensions {
+            self.negatives = vec![0; dimensions];
+        }
         let slot = if let Some(slot) = self.slot(doc) {
+            self.count_signs(slot, false);
             slot
         } else {
             self.signs.resize(self.signs.len() + words, 0);
@@ -282,6 +296,46 @@ impl Vectors {
             &mut self.low[slot * bytes..(slot + 1) * bytes],
         );
         self.inverse_norms[slot] = norm;
+        self.count_signs(slot, true);
+    }
+
+    /// Adds (or takes away) the negative codes of `slot` to the per-dimension counts.
+    fn count_signs(&mut self, slot: usize, add: bool) {
+        let words = sign_words(self.negatives.len());
+        for (w, &word) in self.signs[slot * words..(slot + 1) * words]
+            .iter()
+            .enumerate()
+        {
+            let mut bits = word;
+            while bits != 0 {
+                let count = &mut self.negatives[64 * w + bits.trailing_zeros() as usize];
+                *count = if add { *count + 1 } else { *count - 1 };
+                bits &= bits - 1;
+            }
+        }
+    }
+
+    /// Whether the sign planes carry enough to prefilter by: the mean over dimensions of
+    /// `4 p (1 - p)`, `p` the share of vectors whose code is negative there, is at least
+    /// [`SIGN_BALANCE_FLOOR`] (1 when every dimension splits the vectors in halves, 0 when every
+    /// vector has the same signs). Embeddings that share a strong common direction have most signs
+    /// alike, and a prefilter by signs then misses many of the nearest. A function of the stored
+    /// codes alone (integer counts), so it does not depend on the order vectors came in.
+    pub(super) fn signs_balanced(&self) -> bool {
+        let total = self.slot_doc.len() as f64;
+        if total == 0.0 || self.negatives.is_empty() {
+            return true;
+        }
+        let balance: f64 = self
+            .negatives
+            .iter()
+            .map(|&negative| {
+                let p = f64::from(negative) / total;
+                4.0 * p * (1.0 - p)
+            })
+            .sum::<f64>()
+            / self.negatives.len() as f64;
+        balance >= SIGN_BALANCE_FLOOR
     }
 
     /// Makes room for `added` more vectors of `dimensions` (exactly: a bulk load allocates no
@@ -300,6 +354,7 @@ impl Vectors {
     /// Drops the vector of `doc` (none: nothing happens). The last slot moves into its place.
     pub(super) fn drop_doc(&mut self, doc: u32) {
         let Some(slot) = self.slot(doc) else { return };
+        self.count_signs(slot, false);
         let dimensions = self.dimensions.unwrap_or(0);
         let (words, bytes) = (sign_words(dimensions), low_bytes(dimensions));
         let last = self.slot_doc.len() - 1;
@@ -377,7 +432,8 @@ impl Vectors {
             + self.low.capacity()
             + 4 * (self.inverse_norms.capacity()
                 + self.slot_doc.capacity()
-                + self.doc_slot.capacity())
+                + self.doc_slot.capacity()
+                + self.negatives.capacity())
     }
 
     /// Quantizes a query vector (checked: finite, of the index's dimensionality).
@@ -446,7 +502,7 @@ impl Vectors {
         let dimensions = query.codes.len();
         let planes = self.planes(dimensions);
         let slots = self.slot_doc.len();
-        let (candidates, scanned) = if slots > pool {
+        let (candidates, scanned) = if slots > pool && self.signs_balanced() {
             let by_slot = selected.map(|selected| move |slot: usize| selected(self.slot_doc[slot]));
             let run = |distances: &mut Vec<u32>| {
                 distances.clear();
@@ -853,6 +909,48 @@ mod tests {
         let mut vectors = Vectors::default();
         vectors.set(0, &small);
         assert!((vectors.cosine(&Vectors::query(&scaled), 0).unwrap() - 1.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn vectors_around_a_common_direction_are_ranked_by_the_exact_cosine_of_every_one() {
+        let (count, dimensions) = (900, 48);
+        let order: Vec<usize> = (0..count).collect();
+        let (rows, balanced) = corpus(count, dimensions, &order);
+        assert!(balanced.signs_balanced());
+        // The same vectors moved far along one direction: most signs alike.
+        let common: Vec<f32> = (0..dimensions)
+            .map(|i| if i % 3 == 0 { -4.0 } else { 4.0 })
+            .collect();
+        let shifted: Vec<Vec<f32>> = rows
+            .iter()
+            .map(|row| row.iter().zip(&common).map(|(x, c)| x + c).collect())
+            .collect();
+        let mut skewed = Vectors::default();
+        for (doc, row) in shifted.iter().enumerate() {
+            skewed.set(doc as u32, row);
+        }
+        assert!(!skewed.signs_balanced());
+        for row in shifted.iter().step_by(17) {
+            let query = Vectors::query(row);
+            let (found, _) = skewed.nearest_with_pool(&query, 25, None, 40);
+            let docs: Vec<u32> = found.iter().map(|n| n.doc).collect();
+            assert_eq!(docs, by_definition(&skewed, &query, 25, count));
+        }
+        // The counts follow replacements and drops: equal to counting afresh.
+        for doc in (0..count as u32).step_by(5) {
+            skewed.set(doc, &rows[doc as usize]);
+        }
+        for doc in (0..count as u32).step_by(7) {
+            skewed.drop_doc(doc);
+        }
+        let mut afresh = vec![0u32; dimensions];
+        let words = sign_words(dimensions);
+        for slot in 0..skewed.len() {
+            for (i, count) in afresh.iter_mut().enumerate() {
+                *count += (skewed.signs[slot * words + i / 64] >> (i % 64) & 1) as u32;
+            }
+        }
+        assert_eq!(skewed.negatives, afresh);
     }
 
     #[test]
