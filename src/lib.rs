@@ -9,9 +9,11 @@
 //! * [`terms`]: index terms of tokens (English stemming) and query weights of function words.
 //! * [`index`]: the incremental inverted index with BM25F ranking.
 //! * [`page`]: byte-exact planning of budgeted search-result pages.
+//! * [`embedding_text`]: hybrid search's tool text and its `BLAKE2b` fingerprint (as the Python recipe).
 
 use std::fmt;
 
+pub mod embedding_text;
 pub mod index;
 pub mod names;
 pub mod page;

@@ -473,6 +473,42 @@ impl super::SearchIndex {
     ) -> crate::Result<()> {
         check_rows(vectors, keys.len(), dimensions)?;
         self.vectors.check_dimensions(dimensions)?;
+        self.attach_rows(keys, vectors.chunks_exact(4 * dimensions), dimensions);
+        Ok(())
+    }
+
+    /// [`Self::set_vectors`] with one row per key, each its own slice (no buffer of all rows
+    /// joined): the same checks (a row of another length counts as a bad length), the same
+    /// result.
+    pub fn set_vector_rows<S: AsRef<str>, R: AsRef<[u8]>>(
+        &mut self,
+        keys: &[S],
+        rows: &[R],
+        dimensions: usize,
+    ) -> crate::Result<()> {
+        if keys.len() != rows.len() {
+            return Err(crate::Error::new(format!(
+                "{} keys but {} vector rows",
+                keys.len(),
+                rows.len()
+            )));
+        }
+        for (at, row) in rows.iter().enumerate() {
+            check_rows(row.as_ref(), 1, dimensions)
+                .map_err(|e| crate::Error::new(format!("vector row {at}: {e}")))?;
+        }
+        self.vectors.check_dimensions(dimensions)?;
+        self.attach_rows(keys, rows.iter().map(AsRef::as_ref), dimensions);
+        Ok(())
+    }
+
+    /// Stores checked `rows` (one per key, `dimensions` values each) on the live records `keys`.
+    fn attach_rows<'a, S: AsRef<str>>(
+        &mut self,
+        keys: &[S],
+        rows: impl Iterator<Item = &'a [u8]>,
+        dimensions: usize,
+    ) {
         let docs: Vec<Option<u32>> = keys.iter().map(|key| self.doc_of(key.as_ref())).collect();
         let added = docs
             .iter()
@@ -485,14 +521,13 @@ impl super::SearchIndex {
             Vec::with_capacity(dimensions),
             Vec::with_capacity(dimensions),
         );
-        for (doc, bytes) in docs.into_iter().zip(vectors.chunks_exact(4 * dimensions)) {
+        for (doc, bytes) in docs.into_iter().zip(rows) {
             if let Some(doc) = doc {
                 row.clear();
                 row.extend(bytes.chunks_exact(4).map(value));
                 self.vectors.set_with(doc, &row, &mut codes);
             }
         }
-        Ok(())
     }
 
     /// Drops the vectors of `keys` (unknown keys and keys without a vector are ignored).
