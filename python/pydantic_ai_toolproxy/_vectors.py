@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import operator
 import os
 import time
 from collections import OrderedDict
@@ -262,6 +264,8 @@ class ToolVectors:
         vectors: list[bytes] = []
         memory, pending, waiting = self.memory, self._pending, state.waiting
         texts, fingerprints = self._fingerprints(upserts)
+        if not wanted and not attached and not waiting and self._follow_fresh(state, upserts, texts, fingerprints):
+            return
         for record, text, fingerprint in zip(upserts, texts, fingerprints, strict=True):
             key = record[0]
             before = wanted.get(key)
@@ -296,6 +300,33 @@ class ToolVectors:
         if stale or removed:
             self._prune()
 
+    def _follow_fresh(
+        self, state: _IndexState, upserts: Sequence[IndexRecord], texts: list[str], fingerprints: list[bytes]
+    ) -> bool:
+        """`follow` of an index followed for the first time (a restart, a new tenant's index), in a few passes at C
+        speed: what the loop of `follow` does when no key is wanted yet. False (nothing done) when two records
+        share a key or a text, which the loop handles."""
+        keys = [record[0] for record in upserts]
+        if len(set(keys)) != len(keys) or len(set(fingerprints)) != len(fingerprints):
+            return False
+        state.wanted.update(zip(keys, fingerprints, strict=True))
+        memory = self.memory
+        known: list[str] = []
+        vectors: list[bytes] = []
+        if memory:
+            hit = [fingerprint in memory for fingerprint in fingerprints]
+            if any(hit):
+                known = [key for key, h in zip(keys, hit, strict=True) if h]
+                vectors = [memory[fp] for fp, h in zip(fingerprints, hit, strict=True) if h]
+                keys = [key for key, h in zip(keys, hit, strict=True) if not h]
+                texts = [text for text, h in zip(texts, hit, strict=True) if not h]
+                fingerprints = [fp for fp, h in zip(fingerprints, hit, strict=True) if not h]
+        self._pending.update(zip(fingerprints, texts, strict=True))  # a text already pending: the same text
+        state.waiting.update(zip(fingerprints, keys, strict=True))
+        if known:
+            self._set(state, known, vectors)
+        return True
+
     def _fingerprints(self, upserts: Sequence[IndexRecord]) -> tuple[list[str], list[bytes]]:
         """The embedding text and its `text_hash` of each record, in order: from the core, and by the Python
         recipe for the records it leaves to it (a lone surrogate, a group without a known part)."""
@@ -322,8 +353,7 @@ class ToolVectors:
         except ValueError as e:
             self._warn('attach', f'ToolProxy could not attach tool vectors ({e}); those tools rank by keywords.')
             return
-        wanted = state.wanted
-        state.attached.update({key: wanted[key] for key in keys})
+        state.attached.update(zip(keys, map(state.wanted.__getitem__, keys), strict=True))
 
     def apply(self, found: Mapping[bytes, bytes]) -> int:
         """Vectors `found` (fingerprint -> float32 bytes) became known: keep them and attach them wherever they are
@@ -356,16 +386,29 @@ class ToolVectors:
         targets: list[
             tuple[_IndexState, dict[bytes, str | list[str]], dict[str, bytes], dict[str, bytes], list[str], list[bytes]]
         ] = [(state, state.waiting, state.wanted, state.attached, [], []) for state in self._states.values()]
-        for fingerprint, vector in found.items():
-            pending.pop(fingerprint, None)
-            for _, waiting, wanted, was, keys, vectors in targets:
-                waiter = waiting.pop(fingerprint, None)
-                if waiter is None:
-                    continue
+        if len(pending) <= len(found) and pending.keys() <= found.keys():
+            pending.clear()
+        else:
+            for fingerprint in found:
+                pending.pop(fingerprint, None)
+        for _, waiting, wanted, was, keys, vectors in targets:
+            if not waiting:
+                continue
+            hits = [fp for fp in found if fp in waiting]  # in the order found: attached in a deterministic order
+            waiters = list(map(waiting.pop, hits))
+            if set(map(type, waiters)) == {str}:  # one key per text (the usual case): filtered at C speed
+                single = cast('list[str]', waiters)
+                ready = list(map(operator.eq, map(wanted.get, single), hits))
+                if was:
+                    ready = list(map(operator.and_, ready, map(operator.ne, map(was.get, single), hits)))
+                keys.extend(itertools.compress(single, ready))
+                vectors.extend(map(found.__getitem__, itertools.compress(hits, ready)))
+                continue
+            for fingerprint, waiter in zip(hits, waiters, strict=True):
                 for key in [waiter] if isinstance(waiter, str) else waiter:
                     if wanted.get(key) == fingerprint and was.get(key) != fingerprint:
                         keys.append(key)
-                        vectors.append(vector)
+                        vectors.append(found[fingerprint])
         for state, _, _, _, keys, vectors in targets:
             if keys:
                 before = len(state.attached)

@@ -117,6 +117,13 @@ fn quantize_into<T>(vector: &[f32], range: f32, cast: impl Fn(i32) -> T, out: &m
     }));
 }
 
+/// The int8 codes of `vector` into `codes` (cleared first) and their inverse norm: what a
+/// stored vector is.
+fn codes_of(vector: &[f32], codes: &mut Vec<i8>) -> f32 {
+    quantize_into(vector, 127.0, |x| x as i8, codes);
+    inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32
+}
+
 /// `1 / ||codes||` (0 for all-zero codes).
 fn inverse_norm(codes: impl Iterator<Item = i64>) -> f64 {
     let squares: i64 = codes.map(|c| c * c).sum();
@@ -262,12 +269,16 @@ impl Vectors {
     /// Stores `vector` (checked: finite, of the index's dimensionality) for `doc`, replacing its
     /// vector; `codes` is scratch for the quantized codes, reused across calls.
     pub(super) fn set_with(&mut self, doc: u32, vector: &[f32], codes: &mut Vec<i8>) {
-        let dimensions = vector.len();
+        let norm = codes_of(vector, codes);
+        self.store_codes(doc, codes, norm);
+    }
+
+    /// Stores the `codes` of a vector (of the index's dimensionality) and their inverse norm for
+    /// `doc`, replacing its vector: the second half of [`Self::set_with`].
+    pub(super) fn store_codes(&mut self, doc: u32, codes: &[i8], norm: f32) {
+        let dimensions = codes.len();
         debug_assert!(self.check_dimensions(dimensions).is_ok());
         self.dimensions = Some(dimensions);
-        quantize_into(vector, 127.0, |x| x as i8, codes);
-        let codes = &codes[..];
-        let norm = inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32;
         if let Some(slot) = self.slot(doc) {
             self.codes[slot * dimensions..(slot + 1) * dimensions].copy_from_slice(codes);
             self.inverse_norms[slot] = norm;
@@ -516,17 +527,58 @@ impl super::SearchIndex {
             .filter(|&&doc| !self.vectors.has(doc))
             .count();
         self.vectors.reserve(added, dimensions, self.docs.len());
+        let work: Vec<(u32, &[u8])> = docs
+            .into_iter()
+            .zip(rows)
+            .filter_map(|(doc, bytes)| doc.map(|doc| (doc, bytes)))
+            .collect();
+        let workers = crate::bulk_workers(work.len());
+        if workers > 1 {
+            // A bulk load (a restart attaching every cached vector): the rows are quantized by
+            // `workers` threads, then stored in order, as the loop below would store them.
+            let mut codes = vec![0i8; work.len() * dimensions];
+            let mut norms = vec![0f32; work.len()];
+            let chunk = work.len().div_ceil(workers);
+            std::thread::scope(|scope| {
+                for ((part, codes), norms) in work
+                    .chunks(chunk)
+                    .zip(codes.chunks_mut(chunk * dimensions))
+                    .zip(norms.chunks_mut(chunk))
+                {
+                    scope.spawn(move || {
+                        let (mut row, mut scratch) = (
+                            Vec::with_capacity(dimensions),
+                            Vec::with_capacity(dimensions),
+                        );
+                        for (((_, bytes), out), norm) in part
+                            .iter()
+                            .zip(codes.chunks_exact_mut(dimensions))
+                            .zip(norms.iter_mut())
+                        {
+                            row.clear();
+                            row.extend(bytes.chunks_exact(4).map(value));
+                            *norm = codes_of(&row, &mut scratch);
+                            out.copy_from_slice(&scratch);
+                        }
+                    });
+                }
+            });
+            for (((doc, _), codes), &norm) in
+                work.iter().zip(codes.chunks_exact(dimensions)).zip(&norms)
+            {
+                self.vectors.store_codes(*doc, codes, norm);
+            }
+            return;
+        }
         // One row at a time through reused buffers: no copy of the whole buffer as `f32`s.
         let (mut row, mut codes) = (
             Vec::with_capacity(dimensions),
             Vec::with_capacity(dimensions),
         );
-        for (doc, bytes) in docs.into_iter().zip(rows) {
-            if let Some(doc) = doc {
-                row.clear();
-                row.extend(bytes.chunks_exact(4).map(value));
-                self.vectors.set_with(doc, &row, &mut codes);
-            }
+        for (doc, bytes) in work {
+            row.clear();
+            row.extend(bytes.chunks_exact(4).map(value));
+            self.vectors.set_with(doc, &row, &mut codes);
         }
     }
 

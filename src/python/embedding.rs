@@ -58,16 +58,32 @@ pub fn fingerprints<'py>(
         })
         .collect();
     let done: Vec<Option<(String, [u8; 16])>> = py.detach(|| {
-        inputs
-            .iter()
-            .map(|input| {
-                input.map(|(tool, description, tail)| {
-                    let text = embedding_text(tool, description, tail);
-                    let hash = blake2b_128(text.as_bytes());
-                    (text, hash)
+        let work = |part: &[Option<(&str, &str, &str)>]| -> Vec<Option<(String, [u8; 16])>> {
+            part.iter()
+                .map(|input| {
+                    input.map(|(tool, description, tail)| {
+                        let text = embedding_text(tool, description, tail);
+                        let hash = blake2b_128(text.as_bytes());
+                        (text, hash)
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        };
+        let workers = crate::bulk_workers(inputs.len());
+        if workers == 1 {
+            return work(&inputs);
+        }
+        let chunk = inputs.len().div_ceil(workers);
+        std::thread::scope(|scope| {
+            let parts: Vec<_> = inputs
+                .chunks(chunk)
+                .map(|part| scope.spawn(move || work(part)))
+                .collect();
+            parts
+                .into_iter()
+                .flat_map(|part| part.join().expect("a fingerprint worker panicked"))
+                .collect()
+        })
     });
     let texts = PyList::empty(py);
     let hashes = PyList::empty(py);
