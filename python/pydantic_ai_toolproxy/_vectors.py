@@ -307,9 +307,11 @@ class ToolVectors:
         speed: what the loop of `follow` does when no key is wanted yet. False (nothing done) when two records
         share a key or a text, which the loop handles."""
         keys = [record[0] for record in upserts]
-        if len(set(keys)) != len(keys) or len(set(fingerprints)) != len(fingerprints):
+        wanted, waiting = state.wanted, state.waiting
+        wanted.update(zip(keys, fingerprints, strict=True))
+        if len(wanted) != len(keys):  # a key twice (both were empty before)
+            wanted.clear()
             return False
-        state.wanted.update(zip(keys, fingerprints, strict=True))
         memory = self.memory
         known: list[str] = []
         vectors: list[bytes] = []
@@ -321,8 +323,12 @@ class ToolVectors:
                 keys = [key for key, h in zip(keys, hit, strict=True) if not h]
                 texts = [text for text, h in zip(texts, hit, strict=True) if not h]
                 fingerprints = [fp for fp, h in zip(fingerprints, hit, strict=True) if not h]
+        waiting.update(zip(fingerprints, keys, strict=True))
+        if len(waiting) != len(fingerprints):  # two keys share a text
+            wanted.clear()
+            waiting.clear()
+            return False
         self._pending.update(zip(fingerprints, texts, strict=True))  # a text already pending: the same text
-        state.waiting.update(zip(fingerprints, keys, strict=True))
         if known:
             self._set(state, known, vectors)
         return True
@@ -394,8 +400,12 @@ class ToolVectors:
         for _, waiting, wanted, was, keys, vectors in targets:
             if not waiting:
                 continue
-            hits = [fp for fp in found if fp in waiting]  # in the order found: attached in a deterministic order
-            waiters = list(map(waiting.pop, hits))
+            if len(waiting) <= len(found) and waiting.keys() <= found.keys():  # every waiting text arrived
+                hits, waiters = list(waiting), list(waiting.values())  # in the order followed
+                waiting.clear()
+            else:
+                hits = [fp for fp in found if fp in waiting]  # in the order found
+                waiters = list(map(waiting.pop, hits))
             if set(map(type, waiters)) == {str}:  # one key per text (the usual case): filtered at C speed
                 single = cast('list[str]', waiters)
                 ready = list(map(operator.eq, map(wanted.get, single), hits))
