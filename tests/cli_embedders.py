@@ -8,6 +8,9 @@
   counts them).
 - `failing`: every document call raises (a provider outage); queries fail too.
 - `slow_bag`: `bag`, with each document call sleeping 0.05 s (a bar that visibly moves on a terminal).
+- `hanging`: `bag`, but every document call never returns (`toolproxy embed` gives up after `embedding_timeout`).
+- `hanging_thread`: `hanging`, stuck in a worker thread (the CLI exits without waiting for it).
+- `unnamed`: `bag` reporting model_name `unknown` (never uses the cache: its key would be ambiguous).
 - `make_bag`: a zero-argument factory returning `bag`'s twin (the CLI calls factories, as for sources).
 - `not_an_embedder`: a str, which the CLI must refuse.
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from embedding_fixtures import BagOfWordsModel
+from embedding_fixtures import BagOfWordsModel, HangingModel, UnnamedModel
 from pydantic_ai.toolsets import FunctionToolset
 
 
@@ -90,3 +93,9 @@ def make_bag() -> BagOfWordsModel:
 
 
 not_an_embedder = 'openai:text-embedding-3-small'
+hanging = HangingModel(dimensions=DIMENSIONS, synonyms=SYNONYMS, name='cli-bag')
+"""`bag`, but every document call never returns (queries answer): `toolproxy embed` must give up on it."""
+hanging_thread = HangingModel(dimensions=DIMENSIONS, synonyms=SYNONYMS, name='cli-bag', in_thread=True)
+"""`hanging`, stuck in a worker thread (a local model in `run_in_executor`): the CLI must not wait for it at exit."""
+unnamed = UnnamedModel(dimensions=DIMENSIONS, synonyms=SYNONYMS)
+"""`bag` reporting model_name `unknown` (a folder SentenceTransformer without a card): it must not use the cache."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -124,3 +125,50 @@ class DictStore:
         self.writes += 1
         for h, v in items.items():
             self.data[(model, h)] = v
+
+
+@dataclass(eq=False)
+class HangingModel(BagOfWordsModel):
+    """A `BagOfWordsModel` whose calls named in `hang` never return while they are named there: they await an
+    `asyncio.Event` nobody sets (a provider that accepted the request and went silent). Names: `document`,
+    `query` (`embed` by input type), `count_tokens`, `max_input_tokens`. `hung` counts the calls that hung. With
+    `in_thread`, a call hangs in a worker thread instead (`asyncio.to_thread` of a wait nobody ends), as a local model
+    stuck in `run_in_executor` would: cancelling the await does not end the thread."""
+
+    hang: set[str] = field(default_factory=lambda: {'document'})
+    hung: int = 0
+    in_thread: bool = False
+
+    async def _maybe_hang(self, call: str) -> None:
+        if call in self.hang:
+            self.hung += 1
+            if self.in_thread:
+                await asyncio.to_thread(threading.Event().wait)
+            await asyncio.Event().wait()
+
+    async def embed(
+        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+    ) -> EmbeddingResult:
+        await self._maybe_hang(input_type)
+        return await super().embed(inputs, input_type=input_type, settings=settings)
+
+    async def max_input_tokens(self) -> int | None:
+        await self._maybe_hang('max_input_tokens')
+        return await super().max_input_tokens()
+
+    async def count_tokens(self, text: str) -> int:
+        await self._maybe_hang('count_tokens')
+        return await super().count_tokens(text)
+
+
+@dataclass(eq=False)
+class UnnamedModel(BagOfWordsModel):
+    """A `BagOfWordsModel` reporting `model_name` `unknown`, as Pydantic AI's `SentenceTransformerEmbeddingModel`
+    does for a `SentenceTransformer` loaded from a folder without a model card; `system` is `sentence-transformers`
+    (no torch needed: only the name matters here)."""
+
+    name: str = 'unknown'
+
+    @property
+    def system(self) -> str:
+        return 'sentence-transformers'

@@ -2,8 +2,9 @@
 vectors the core cannot take (wrong size, non-finite, not bytes, hashes not asked for) costs one warning and a
 re-embedding, never the hybrid ranking of the process; a store waiting for a lock (a SQLite file another process
 holds) waits in a worker thread, never on the event loop; a `max_input_tokens` of `True` is no limit of one token; a
-tool embedding that never returns leaves keyword pages and no warning; a text the provider refuses costs only its
-own vector, and an outage is not split into many calls; runs in several threads embed each text once."""
+tool embedding that never returns leaves keyword pages, and no warning while it is within `embedding_timeout` (past
+it: tests/test_hybrid_faults.py); a text the provider refuses costs only its own vector, and an outage is not split
+into many calls; runs in several threads embed each text once."""
 
 from __future__ import annotations
 

@@ -2,20 +2,80 @@
 
 Identity: `f'{model.system}:{model.model_name}'`, plus `:dimensions=N` when the settings fix the output size; the
 store key (`EmbeddingStore` `model`) is the identity + `:` + the dimensions (`native` when the model's own). A
-vector crosses to the Rust core as little-endian float32 bytes (`vector_bytes`).
+model without a name of its own (`named` False: `model_name` missing, blank or `unknown`, as Pydantic AI names a
+`SentenceTransformer` loaded from a folder without a model card) has no unambiguous key: its vectors stay in memory. A
+vector crosses to the Rust core as little-endian float32 bytes (`vector_bytes`). Every embedder call is bounded
+(`bounded`): past its time it raises `EmbedderTimeout` and is left behind, cancelled, so a call that never returns
+cannot hold a search, a background embedding or the CLI.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sys
 from array import array
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, infer_embedding_model, merge_embedding_settings
 
-__all__ = ('ResolvedEmbedder', 'vector_bytes')
+__all__ = ('EmbedderTimeout', 'ResolvedEmbedder', 'bounded', 'gave_up', 'vector_bytes')
+
+T = TypeVar('T')
+
+_ABANDONED: set[asyncio.Future[Any]] = set()
+"""Calls `bounded` gave up on, kept referenced until they end (a task nobody holds may be garbage-collected)."""
+_GAVE_UP = [0]
+"""How many calls `bounded` gave up on in this process (`gave_up`)."""
+
+
+def gave_up() -> int:
+    """How many embedder calls `bounded` gave up on in this process. Such a call may still hold a worker thread
+    (a local model computing, or deadlocked, in `run_in_executor`), which the interpreter would wait for at exit;
+    the CLI exits without waiting when this is not 0."""
+    return _GAVE_UP[0]
+
+
+class EmbedderTimeout(TimeoutError):
+    """An embedder call gave no answer within its bound (`bounded`); the message names the call and the bound."""
+
+
+def _forget(task: asyncio.Future[Any]) -> None:
+    _ABANDONED.discard(task)
+    if not task.cancelled():
+        task.exception()  # retrieved, so asyncio does not log "exception was never retrieved" for a late failure
+
+
+def _abandon(task: asyncio.Future[Any]) -> None:
+    task.cancel()
+    if not task.done():
+        _ABANDONED.add(task)
+        task.add_done_callback(_forget)
+
+
+async def bounded(call: Awaitable[T], seconds: float, what: str) -> T:
+    """Await `call` (an embedder's coroutine) for at most `seconds`.
+
+    The call runs as its own task: past `seconds` it is cancelled and left behind without waiting for it, so an
+    embedder that ignores cancellation (or blocks in a worker thread) cannot hold the caller either. A caller
+    that is cancelled cancels the call too.
+
+    Raises:
+        EmbedderTimeout: no answer within `seconds` (`'{what} gave no answer within {seconds} s'`).
+        Exception: whatever the call raised.
+    """
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except BaseException:
+        _abandon(task)
+        raise
+    if not done:
+        _GAVE_UP[0] += 1
+        _abandon(task)
+        raise EmbedderTimeout(f'{what} gave no answer within {seconds:g} s')
+    return task.result()
 
 
 def vector_bytes(vector: Sequence[float]) -> bytes:
@@ -66,6 +126,33 @@ class ResolvedEmbedder:
         if isinstance(model, EmbeddingModel):
             return model
         return infer_embedding_model(model)
+
+    @property
+    def named(self) -> bool:
+        """Whether the model names itself: its `model_name` is a non-blank str other than `unknown` (any case).
+
+        Pydantic AI's `SentenceTransformerEmbeddingModel(st)` reports `model_card_data.model_id`, else
+        `base_model`, else `'unknown'`: a model loaded from a local folder without a model card is `unknown`, so
+        two such models would share one store key (`sentence-transformers:unknown:native`) and read each other's
+        vectors. A model passed by path (`SentenceTransformerEmbeddingModel('/models/x')`) is named by the path.
+
+        Raises:
+            Exception: whatever Pydantic AI raises resolving a model name.
+        """
+        try:
+            name = self._model().model_name
+        except AttributeError:  # an EmbeddingModel subclass without a model_name
+            return False
+        return isinstance(name, str) and name.strip().lower() not in ('', 'unknown')
+
+    @property
+    def declared_dimensions(self) -> int | None:
+        """The output size the settings ask for (`dimensions`), None for the model's own (unknown until it embeds).
+
+        Raises:
+            Exception: whatever Pydantic AI raises resolving a model name.
+        """
+        return self._dimensions_setting()
 
     def _dimensions_setting(self) -> int | None:
         model = self._model()

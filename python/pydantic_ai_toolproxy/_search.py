@@ -192,7 +192,9 @@ async def _rank_hybrid(
     """`(total, keys, ranking)` of a surface with an embedder.
 
     Syncs the index first (so the step's tools without a vector are queued), waits up to `embedding_wait` for
-    them and up to `query_timeout` for the query vector (both outside the lock), then syncs again (a concurrent
+    them and up to `query_timeout` for the query vector (both outside the lock; when the query vector shows the
+    store's tool vectors to be of another size, those are embedded again and waited for once more), then syncs
+    again (a concurrent
     run may have moved the index to its own step) and ranks under the lock: `search_hybrid` when the query has a
     vector and some tool has one, else `search` (the keyword ranking, exactly).
     """
@@ -209,6 +211,14 @@ async def _rank_hybrid(
         with cache.lock:
             vectors.release(claimed)
     query_vector, reason = await vectors.query_vector(query)
+    if query_vector is not None and vectors.adopt_query(query_vector):  # the store's vectors had another size
+        with cache.lock:
+            claimed = vectors.claim(cache.index)
+        try:
+            await vectors.wait_for_tools(runtime.config.embedding_wait)  # for their replacements
+        finally:
+            with cache.lock:
+                vectors.release(claimed)
     with cache.lock:
         try:
             cache.sync(directory, ctx.run_id)

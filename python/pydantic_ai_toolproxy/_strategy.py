@@ -128,6 +128,9 @@ class ToolProxySearchStrategy:
                 raise
         await vectors.wait_for_tools(self.config.embedding_wait)
         query_vectors = [await vectors.query_vector(text) for text in texts]
+        stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
+        if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
+            await vectors.wait_for_tools(self.config.embedding_wait)
         return self._rank(ctx, texts, tools, query_vectors)
 
     def _rank(
@@ -275,6 +278,7 @@ def search_strategy(
     embedding_cache: str | os.PathLike[str] | EmbeddingStore | DefaultEmbeddingCache | None = DEFAULT_EMBEDDING_CACHE,
     embedding_wait: float = ToolProxyConfig.embedding_wait,
     query_timeout: float = ToolProxyConfig.query_timeout,
+    embedding_timeout: float = ToolProxyConfig.embedding_timeout,
 ) -> ToolProxySearchStrategy:
     """A strategy for Pydantic AI's `ToolSearch` that ranks deferred tools with this package's core.
 
@@ -298,8 +302,8 @@ def search_strategy(
             (default 10) of them, so pass the same value to both.
         embedder: Opt-in hybrid ranking, as `ToolProxyConfig.embedder` (an `Embedder`, an `EmbeddingModel`, or a
             model name such as `'openai:text-embedding-3-small'`); None ranks by keywords alone.
-        semantic_weight, embedding_cache, embedding_wait, query_timeout: As the `ToolProxyConfig` fields of the
-            same names (docs/hybrid-search.md); used only with an embedder.
+        semantic_weight, embedding_cache, embedding_wait, query_timeout, embedding_timeout: As the
+            `ToolProxyConfig` fields of the same names (docs/hybrid-search.md); used only with an embedder.
 
     Raises:
         ValueError: `max_results` not an int in 1..100, or a hybrid setting `ToolProxyConfig` refuses (naming it).
@@ -318,5 +322,6 @@ def search_strategy(
         embedding_cache=embedding_cache,
         embedding_wait=embedding_wait,
         query_timeout=query_timeout,
+        embedding_timeout=embedding_timeout,
     )
     return ToolProxySearchStrategy(max_results, config)

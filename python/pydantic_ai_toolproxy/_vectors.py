@@ -7,9 +7,14 @@ the background with `embed_documents`, in batches within the model's limits, and
 whose text changes loses its vector until the new one is known; a removed tool's vector goes with its record.
 
 A search waits for missing vectors up to `ToolProxyConfig.embedding_wait` seconds, then ranks what has no vector
-by keywords alone; an embedder error makes the missing tools wait for a retry (`RETRY_SECONDS` later). Faults are
-logged on the `pydantic_ai_toolproxy` logger, once per kind until that kind succeeds again; nothing reaches the
-model.
+by keywords alone; an embedder error, or an embedder call past `ToolProxyConfig.embedding_timeout`, makes the
+missing tools wait for a retry (`RETRY_SECONDS` later). Faults are logged on the `pydantic_ai_toolproxy` logger,
+once per kind until that kind succeeds again; nothing reaches the model.
+
+The embedder decides the dimensionality: store vectors are taken on trust until the embedder produces a vector
+(a tool's, or a query's); one of another size makes every store vector taken so far stale (`adopt_dimensions`):
+they are dropped, embedded again and replaced in the store, with one warning. A model without a name of its own
+(`ResolvedEmbedder.named`) never uses a shared store (one warning saying how to name it).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from pydantic_ai.usage import RequestUsage
 
 from . import _core
-from ._embedder import ResolvedEmbedder, vector_bytes
+from ._embedder import EmbedderTimeout, ResolvedEmbedder, bounded, vector_bytes
 from ._embedding_text import embedding_text, group_text, text_hash
 
 if TYPE_CHECKING:
@@ -78,6 +83,14 @@ RETRY_SECONDS = 10.0
 """After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
 MEMORY_SLACK = 1024
 """Vectors kept in memory beyond twice the texts the followed indexes want, before unwanted ones are dropped."""
+UNNAMED = (
+    'ToolProxy embedding model {model} has no name of its own (model_name {name!r}), so its tool vectors stay in '
+    "memory and the embedding cache is not used: another unnamed model's vectors would be read as its own. Name it: "
+    "for a SentenceTransformer loaded from a folder, set st.model_card_data.model_id = 'org/model' before "
+    "SentenceTransformerEmbeddingModel(st), or pass the folder path (SentenceTransformerEmbeddingModel('/path/to/"
+    "model')); a model class of your own should return a distinct model_name."
+)
+"""The warning for a model without a name (`ResolvedEmbedder.named`) when a shared store is configured."""
 
 
 MAX_DIMENSIONS = 16_384
@@ -208,6 +221,8 @@ class ToolVectors:
         self._open_store = open_store
         self._store: EmbeddingStore | None = None
         self._store_opened = False
+        self.refused_store = False
+        """Whether the configured store is not used because the model has no name of its own (`store`)."""
         self.memory: dict[bytes, bytes] = {}
         """Text fingerprint -> little-endian float32 vector, every vector this process has seen."""
         self.dimensions: int | None = None
@@ -225,6 +240,15 @@ class ToolVectors:
         self._queries: OrderedDict[str, bytes] = OrderedDict()
         self._max_tokens: int | None = None
         self._asked_limit = False
+        self._confirmed = False
+        """Whether `dimensions` is the embedder's own (it produced a vector of that size in this process), not only
+        the store's."""
+        self._expected: int | None = None
+        """The size of the first vector the embedder produced (what store vectors must have while none is held)."""
+        self._unverified: dict[bytes, str] = {}
+        """Fingerprint -> text of the store vectors taken before `_confirmed`: embedded again if they are stale."""
+        self._generation = 0
+        """Bumped when stale store vectors were dropped (`adopt_dimensions`), so a running fill tries them again."""
         self.usage = RequestUsage()
         """The embedder's usage for tool texts, summed (queries not included)."""
         self.embedded = 0
@@ -285,20 +309,25 @@ class ToolVectors:
             else:
                 if fingerprint not in pending:
                     pending[fingerprint] = text
-                waiter = waiting.get(fingerprint)
-                if waiter is None:
-                    waiting[fingerprint] = key
-                elif isinstance(waiter, str):
-                    if waiter != key:
-                        waiting[fingerprint] = [waiter, key]
-                elif key not in waiter:
-                    waiter.append(key)
+                self._wait(state, fingerprint, key)
         if stale:
             index.drop_vectors(stale)
         if keys:
             self._set(state, keys, vectors)
         if stale or removed:
             self._prune()
+
+    @staticmethod
+    def _wait(state: _IndexState, fingerprint: bytes, key: str) -> None:
+        """Note that `key` of `state`'s index waits for the pending vector of `fingerprint`."""
+        waiter = state.waiting.get(fingerprint)
+        if waiter is None:
+            state.waiting[fingerprint] = key
+        elif isinstance(waiter, str):
+            if waiter != key:
+                state.waiting[fingerprint] = [waiter, key]
+        elif key not in waiter:
+            waiter.append(key)
 
     def _follow_fresh(
         self, state: _IndexState, upserts: Sequence[IndexRecord], texts: list[str], fingerprints: list[bytes]
@@ -435,6 +464,61 @@ class ToolVectors:
         wanted = {fp for st in states for fp in st.wanted.values()}
         self.memory = {fp: v for fp, v in self.memory.items() if fp in wanted}
 
+    def note_store(self, found: Mapping[bytes, bytes], texts: Mapping[bytes, str]) -> None:
+        """`found` (a store's vectors of `texts`) was just applied: remember their texts while the embedder has not
+        confirmed the dimensionality, to embed them again if it turns out another. Call with `lock` held."""
+        if not self._confirmed:
+            if found.keys() <= texts.keys():  # the usual call (a fill): at C speed, no tuple per vector
+                self._unverified.update(zip(found, map(texts.__getitem__, found), strict=True))
+            else:
+                self._unverified.update((fp, texts[fp]) for fp in found if fp in texts)
+
+    def adopt_dimensions(self, dimensions: int) -> bool:
+        """The embedder just produced a vector of `dimensions` (a tool text's, or a query's). Call with `lock` held.
+
+        The same size as the vectors held confirms them. Another, while every vector held came from the store (a
+        cache filled by this model at another size, or damaged consistently), makes those stale: every index drops
+        its vectors, memory forgets them, their texts are pending again (a search embeds them and the store's rows
+        are replaced), one warning. Returns whether it did that. Another size while the embedder itself made the
+        held vectors is left to the caller (`dimension_mismatch`: the model's queries and documents differ)."""
+        if self._expected is None:
+            self._expected = dimensions
+        held = self.dimensions
+        if held is None or dimensions == held:
+            self._confirmed = True
+            self._unverified = {}
+            return False
+        if self._confirmed:
+            return False
+        texts, self._unverified = self._unverified, {}
+        self.memory = {}
+        self.dimensions = None
+        self._confirmed = True
+        self._expected = dimensions
+        for state in self._states.values():
+            if state.attached:
+                state.index.clear_vectors()
+                state.attached.clear()
+            for key, fingerprint in state.wanted.items():
+                text = texts.get(fingerprint)
+                if text is not None:
+                    self._pending.setdefault(fingerprint, text)
+                    self._wait(state, fingerprint, key)
+        self._generation += 1
+        self._retry_at = 0.0
+        self._warn(
+            'store-value',
+            f'ToolProxy embedding cache holds vectors of {held} dimensions for {self.embedder.describe()}, which '
+            f'embeds {dimensions}; embedding those tool texts again and replacing them.',
+        )
+        return True
+
+    def adopt_query(self, vector: bytes) -> bool:
+        """`adopt_dimensions` for a query's `vector` (takes `lock`): True when stale store vectors were dropped and
+        the search should wait for the tools again."""
+        with self.lock:
+            return self.adopt_dimensions(len(vector) // 4)
+
     @property
     def pending(self) -> int:
         """Texts some index wants a vector for that is not known yet."""
@@ -468,7 +552,26 @@ class ToolVectors:
             except Exception as e:
                 self._warn('store', f'ToolProxy embedding cache unavailable, vectors stay in memory: {e!r}')
                 self._store = None
+            if self._store is not None and not self._named():
+                from .embedding_store import MemoryEmbeddingStore
+
+                if not isinstance(self._store, MemoryEmbeddingStore):  # a shared store: keys must be unambiguous
+                    self._store = None
+                    self.refused_store = True
+                    self._warn('unnamed', UNNAMED.format(model=self.embedder.describe(), name=self._model_name()))
         return self._store
+
+    def _named(self) -> bool:
+        try:
+            return self.embedder.named
+        except Exception:  # a model name that does not resolve: its store key fails later, as before (one warning)
+            return True
+
+    def _model_name(self) -> object:
+        try:
+            return self.embedder.embedder.model.model_name  # type: ignore[union-attr]
+        except Exception:
+            return None
 
     async def _store_get(self, fingerprints: list[bytes]) -> dict[bytes, bytes]:
         """The store's vectors of `fingerprints` that are usable (`usable_vectors`); the others are embedded again
@@ -480,7 +583,7 @@ class ToolVectors:
         try:
             key = self.embedder.store_key
             found = await asyncio.to_thread(store.get_many, key, fingerprints)
-            usable, dropped = usable_vectors(found, fingerprints, self.dimensions)
+            usable, dropped = usable_vectors(found, fingerprints, self.expected_dimensions())
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache read failed, embedding instead: {e!r}')
             return {}
@@ -491,6 +594,18 @@ class ToolVectors:
                 'dimensionality, or non-finite); embedding those tool texts again.',
             )
         return usable
+
+    def expected_dimensions(self) -> int | None:
+        """The size store vectors must have: the vectors held, else what the embedder produced or its settings
+        declare (None: not known yet, the first usable store vector decides until the embedder tells)."""
+        if self.dimensions is not None:
+            return self.dimensions
+        if self._expected is not None:
+            return self._expected
+        try:
+            return self.embedder.declared_dimensions
+        except Exception:
+            return None
 
     async def _store_put(self, items: dict[bytes, bytes]) -> None:
         store = self.store()
@@ -505,9 +620,17 @@ class ToolVectors:
     # --- embedding tool texts ---
 
     async def _limit(self) -> int | None:
+        """The model's `max_input_tokens` (asked once; an error or an answer that is no count: unknown).
+
+        Raises:
+            EmbedderTimeout: no answer within `embedding_timeout` (asked again at the next pass).
+        """
         if not self._asked_limit:
             try:
-                limit = await self.embedder.embedder.max_input_tokens()
+                call = self.embedder.embedder.max_input_tokens()
+                limit = await bounded(call, self.config.embedding_timeout, 'max_input_tokens')
+            except EmbedderTimeout:
+                raise
             except Exception:
                 limit = None
             usable = isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
@@ -536,8 +659,16 @@ class ToolVectors:
         return cut, True, min(count, limit)
 
     async def _count(self, text: str) -> int:
+        """`text`'s tokens by the model's `count_tokens` (estimated when it cannot count).
+
+        Raises:
+            EmbedderTimeout: no answer within `embedding_timeout`.
+        """
         try:
-            return await self.embedder.embedder.count_tokens(text)
+            call = self.embedder.embedder.count_tokens(text)
+            return await bounded(call, self.config.embedding_timeout, 'count_tokens')
+        except EmbedderTimeout:
+            raise
         except Exception:  # NotImplementedError, UserError: this model cannot count; estimate (~3 bytes a token)
             return len(text.encode('utf-8', 'surrogatepass')) // 3 + 1
 
@@ -552,7 +683,8 @@ class ToolVectors:
         A failed call (an error, or a malformed answer: wrong count, non-finite values) is split in halves and
         retried, so a text the provider refuses (one over a limit `max_input_tokens` did not tell) costs only its
         own vector; the pass goes on and raises that error at its end. `MAX_FAILED_CALLS` failures in a row (more
-        than isolating one refused text takes) are an outage: the pass stops there.
+        than isolating one refused text takes) are an outage: the pass stops there. So is one call (`embed_documents`,
+        `count_tokens`, `max_input_tokens`) past `embedding_timeout` (`EmbedderTimeout`, never split).
 
         Raises:
             Exception: the embedder's error, or ValueError for a malformed answer or another dimensionality; every
@@ -570,10 +702,14 @@ class ToolVectors:
             nonlocal failures
             inputs = [t for _, t in items]
             try:
-                result = await embedder.embed_documents(inputs)
+                call = embedder.embed_documents(inputs)
+                what = f'embed_documents of {len(inputs)} text{"s" if len(inputs) != 1 else ""}'
+                result = await bounded(call, self.config.embedding_timeout, what)
                 if len(result.embeddings) != len(inputs):
                     raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for {len(inputs)} texts')
                 found = {fp: vector_bytes(v) for (fp, _), v in zip(items, result.embeddings, strict=True)}
+            except EmbedderTimeout:
+                raise  # a call that does not answer is an outage: halving would wait the bound once per half
             except Exception as e:
                 failures += 1
                 if failures >= MAX_FAILED_CALLS:
@@ -591,6 +727,8 @@ class ToolVectors:
             counts.embedded += len(found)
             self.embedded += len(found)
             with self.lock:
+                if found:
+                    self.adopt_dimensions(len(next(iter(found.values()))) // 4)
                 self.apply(found)
             await self._store_put(found)
             out.update(found)
@@ -669,11 +807,16 @@ class ToolVectors:
 
     async def _fill(self) -> None:
         """Get a vector for every pending text: from the store, then the embedder, again for texts that became
-        pending meanwhile (a later step's new tools). Errors: logged once, retried `RETRY_SECONDS` later."""
+        pending meanwhile (a later step's new tools). Errors (an embedder call past `embedding_timeout` too): logged
+        once, retried `RETRY_SECONDS` later."""
         done: set[bytes] = set()
+        generation = self._generation
         try:
             while True:
                 with self.lock:
+                    if generation != self._generation:  # stale store vectors were dropped: try their texts again
+                        generation = self._generation
+                        done.clear()
                     pending = self._take_pending()
                 if done:
                     pending = {fp: t for fp, t in pending.items() if fp not in done}
@@ -684,6 +827,7 @@ class ToolVectors:
                 if found:
                     with self.lock:
                         self.apply(found)
+                        self.note_store(found, pending)
                 missing = {} if len(found) == len(pending) else {fp: t for fp, t in pending.items() if fp not in found}
                 if missing:
                     await self.embed_texts(missing, EmbedCounts())
@@ -740,7 +884,7 @@ class ToolVectors:
             self._queries.move_to_end(query)
             return cached, None
         try:
-            result = await asyncio.wait_for(self.embedder.embedder.embed_query(query), self.config.query_timeout)
+            result = await bounded(self.embedder.embedder.embed_query(query), self.config.query_timeout, 'embed_query')
             if len(result.embeddings) != 1:
                 raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for one query')
             vector = vector_bytes(result.embeddings[0])
@@ -766,11 +910,13 @@ class ToolVectors:
         return vector, None
 
     def dimension_mismatch(self, dimensions: int) -> None:
-        """Log (once) that a query vector has `dimensions` while the tools' have `self.dimensions`."""
+        """Log (once) that a query vector has `dimensions` while the tool vectors this embedder made have
+        `self.dimensions` (a model whose queries and documents differ in size; stale store vectors are replaced
+        instead, `adopt_dimensions`)."""
         self._warn(
             'dimensions',
             f'ToolProxy query vectors of {self.embedder.describe()} have {dimensions} dimensions, the tool vectors '
-            f'{self.dimensions}; searching by keywords alone. Clear the embedding cache of this model.',
+            f'it embedded {self.dimensions}; searching by keywords alone.',
         )
 
     def cached_query_vector(self, query: str) -> bytes | None:
@@ -802,8 +948,10 @@ async def embed_surface(
     probe run) now: what the store already holds is counted as cached, the rest goes to the embedder and into
     the store. `progress(done, total)` is called after the store lookup and after each batch.
 
-    An embedder error stops the pass: the texts left count as `failed` and `error` says why (the vectors of the
-    batches before it are kept and stored).
+    An embedder error (an embedder call past `embedding_timeout` too) stops the pass: the texts left count as
+    `failed` and `error` says why (the vectors of the batches before it are kept and stored); a search of the
+    surface asks the embedder for them again `RETRY_SECONDS` later. Cached vectors of another dimensionality
+    than the embedder's fresh ones are embedded again too (`ToolVectors.adopt_dimensions`: not counted as cached).
 
     Raises:
         ValueError: the capability's config has no embedder.
@@ -816,10 +964,13 @@ async def embed_surface(
     counts = EmbedCounts(tools=len(texts))
     known = {fp: vectors.memory[fp] for fp in texts if fp in vectors.memory}
     missing = [fp for fp in texts if fp not in known]
-    known.update(await vectors._store_get(missing))
+    stored = await vectors._store_get(missing)
+    known.update(stored)
     if known:
         with vectors.lock:
             vectors.apply(known)
+            vectors.note_store(stored, texts)
+    generation = vectors._generation
     counts.cached = len(known)
     done = len(known)
     if progress is not None:
@@ -834,8 +985,14 @@ async def embed_surface(
     todo = {fp: text for fp, text in texts.items() if fp not in known}
     try:
         await vectors.embed_texts(todo, counts, step)
+        if vectors._generation != generation:  # the cache's vectors were of another size: replace them too
+            stale = {fp: texts[fp] for fp in known if fp not in vectors.memory}
+            counts.cached -= len(stale)
+            done -= len(stale)
+            await vectors.embed_texts(stale, counts, step)
     except Exception as e:
         counts.error = repr(e)[:500]
+        vectors._retry_at = time.monotonic() + RETRY_SECONDS  # a search right after does not ask again at once
     counts.failed = len(texts) - counts.cached - counts.embedded
     counts.seconds = time.perf_counter() - started
     return counts

@@ -31,7 +31,7 @@ DEFAULT_EMBEDDING_CACHE = DefaultEmbeddingCache()
 """`ToolProxyConfig.embedding_cache`'s default: the documented default file, resolved when first opened."""
 
 MAX_WAIT_SECONDS = 600.0
-"""Upper bound of `embedding_wait` and `query_timeout`, in seconds."""
+"""Upper bound of `embedding_wait`, `query_timeout` and `embedding_timeout`, in seconds."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,9 @@ class ToolProxyConfig:
             it the search ranks the tools without a vector by keywords alone; embedding goes on in the background.
         query_timeout: Seconds a search waits for `embed_query`, more than 0 and at most 600 (default 5.0). Past
             it, or on an embedder error, that search is a keyword search (one logged warning, nothing for the model).
+        embedding_timeout: Seconds each embedder call for tool texts may take (`embed_documents` of one batch,
+            `count_tokens`, `max_input_tokens`), more than 0 and at most 600 (default 60.0). A call past it counts as
+            an embedder error: one logged warning, the tools without a vector rank by keywords alone, retried later.
 
     Raises:
         ValueError: at construction, naming the offending field and value (rules live in the Rust core,
@@ -84,6 +87,7 @@ class ToolProxyConfig:
     embedding_cache: str | os.PathLike[str] | EmbeddingStore | DefaultEmbeddingCache | None = DEFAULT_EMBEDDING_CACHE
     embedding_wait: float = 5.0
     query_timeout: float = 5.0
+    embedding_timeout: float = 60.0
 
     def __post_init__(self) -> None:
         for field_name in ('search_name', 'call_name'):
@@ -101,6 +105,7 @@ class ToolProxyConfig:
         _check_number('semantic_weight', self.semantic_weight, 0.0, 1.0, allow_low=True)
         _check_number('embedding_wait', self.embedding_wait, 0.0, MAX_WAIT_SECONDS, allow_low=True)
         _check_number('query_timeout', self.query_timeout, 0.0, MAX_WAIT_SECONDS, allow_low=False)
+        _check_number('embedding_timeout', self.embedding_timeout, 0.0, MAX_WAIT_SECONDS, allow_low=False)
         _check_cache(self.embedding_cache)
 
     def __hash__(self) -> int:

@@ -32,6 +32,10 @@ pub(super) struct QueryToken<'a> {
     /// A function word or a number in a query with other indexed tokens: it scores the documents
     /// the other tokens find (by its own term only) and finds none itself.
     pub(super) optional: bool,
+    /// The `idf` of its stem class once a pass over the class's lists counted its documents
+    /// (the live documents of the union, whatever the group filter): the keyword run and the
+    /// hybrid's look-ups of the vector candidates count it once per query.
+    pub(super) class_idf: std::cell::Cell<Option<f32>>,
 }
 
 impl QueryToken<'_> {
@@ -110,6 +114,7 @@ impl SearchIndex {
                 class: self.class_with_synonyms(token, term, extra),
                 weight: if optional { STOPWORD_WEIGHT } else { 1.0 },
                 optional,
+                class_idf: std::cell::Cell::new(None),
             });
         }
         // Function words and numbers are optional only beside a token that can find documents

@@ -236,15 +236,17 @@ fn hybrid_search_over_100k() {
     };
     let weight = 0.4;
     if std::env::var_os("TOOLPROXY_PROFILE_HYBRID").is_some() {
-        // For `perf record`: the hybrid searches alone.
+        // For `perf record`: the hybrid searches alone (20 rounds, so the build is a small share).
         summary(
             "hybrid search (window 0+10, weight 0.4)",
             time(&|q| {
-                std::hint::black_box(
-                    index
-                        .search_hybrid(&queries[q], Some(&query_bytes[q]), None, 0, 10, weight)
-                        .unwrap(),
-                );
+                for _ in 0..20 {
+                    std::hint::black_box(
+                        index
+                            .search_hybrid(&queries[q], Some(&query_bytes[q]), None, 0, 10, weight)
+                            .unwrap(),
+                    );
+                }
             }),
         );
         return;
@@ -275,25 +277,65 @@ fn hybrid_search_over_100k() {
             );
         }),
     );
+    // The hybrid search's parts, one at a time (as `search_hybrid` runs them, without a group
+    // filter); the vector candidates of each question found beforehand.
+    let extras: Vec<Vec<u32>> = (0..queries.len())
+        .map(|q| {
+            if q % 5 != 0 {
+                return Vec::new();
+            }
+            let query = Vectors::query(&query_vectors[q]);
+            index
+                .nearest(&query, None)
+                .candidates
+                .iter()
+                .map(|c| c.0)
+                .collect()
+        })
+        .collect();
+    summary(
+        "part: keyword top 10 (score_deciding)",
+        time(&|q| {
+            let mut tokens = index.query_tokens(&queries[q], None);
+            let exact = index.exact_matches(&queries[q], None);
+            let gains = index.group_gains(&queries[q]);
+            std::hint::black_box(index.score_deciding(&mut tokens, &exact, None, 10, true, &gains));
+        }),
+    );
+    summary(
+        "part: keyword scores of the vector candidates (score_docs)",
+        time(&|q| {
+            let tokens = index.query_tokens(&queries[q], None);
+            let exact = index.exact_matches(&queries[q], None);
+            let gains = index.group_gains(&queries[q]);
+            std::hint::black_box(index.score_docs(&tokens, &exact, None, &extras[q], &gains));
+        }),
+    );
+    summary(
+        "part: query tokens, exact names and group gains alone",
+        time(&|q| {
+            std::hint::black_box(index.query_tokens(&queries[q], None));
+            std::hint::black_box(index.exact_matches(&queries[q], None));
+            std::hint::black_box(index.group_gains(&queries[q]));
+        }),
+    );
     summary(
         "vector top-50 alone",
         time(&|q| {
             let query = Vectors::query(&query_vectors[q]);
-            std::hint::black_box(
-                index
-                    .vectors
-                    .nearest(&query, fusion::NEAREST_POOL, |_| true),
-            );
+            std::hint::black_box(index.vectors.nearest(&query, fusion::NEAREST_POOL, None));
         }),
     );
 
     // Recall@50 of the quantized top-50 against the exact f32 top-50 (cosine of the normalized
-    // vectors), over the sampled questions.
+    // vectors), over the sampled questions: the index's own (prefilter pool
+    // `vectors::PREFILTER_POOL`), other pool sizes, and the exact scan of every code.
     let normalized_rows: Vec<Vec<f32>> = vectors.iter().map(|v| normalized(v)).collect();
     let doc_of: Vec<u32> = keys.iter().map(|k| index.doc_of(k).unwrap()).collect();
-    let mut found = 0usize;
+    let pools = [1024, 2048, super::vectors::PREFILTER_POOL, 4096, usize::MAX];
+    let mut found = [0usize; 5];
+    let mut worst = [1.0f64; 5];
     let mut wanted = 0usize;
-    let mut worst = 1.0f64;
     for &q in &sample {
         let query = normalized(&query_vectors[q]);
         let mut exact: Vec<(f32, u32)> = normalized_rows
@@ -304,20 +346,31 @@ fn hybrid_search_over_100k() {
         exact.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         let truth: std::collections::HashSet<u32> =
             exact[..fusion::NEAREST_POOL].iter().map(|e| e.1).collect();
-        let (nearest, _) = index.vectors.nearest(
-            &Vectors::query(&query_vectors[q]),
-            fusion::NEAREST_POOL,
-            |_| true,
-        );
-        let hits = nearest.iter().filter(|n| truth.contains(&n.doc)).count();
-        worst = worst.min(hits as f64 / fusion::NEAREST_POOL as f64);
-        found += hits;
+        let quantized = Vectors::query(&query_vectors[q]);
+        for (at, &pool) in pools.iter().enumerate() {
+            let (nearest, _) =
+                index
+                    .vectors
+                    .nearest_with_pool(&quantized, fusion::NEAREST_POOL, None, pool);
+            let hits = nearest.iter().filter(|n| truth.contains(&n.doc)).count();
+            worst[at] = worst[at].min(hits as f64 / fusion::NEAREST_POOL as f64);
+            found[at] += hits;
+        }
         wanted += fusion::NEAREST_POOL;
     }
-    println!(
-        "recall@50 of the index's top-50 against exact f32: mean {:.4}, worst query {:.2} ({} questions)",
-        found as f64 / wanted as f64,
-        worst,
-        sample.len()
-    );
+    for (at, &pool) in pools.iter().enumerate() {
+        let name = if pool == usize::MAX {
+            "every code (exact scan)".to_owned()
+        } else if pool == super::vectors::PREFILTER_POOL {
+            format!("prefilter pool {pool} (the index's)")
+        } else {
+            format!("prefilter pool {pool}")
+        };
+        println!(
+            "recall@50 against exact f32, {name}: mean {:.4}, worst query {:.2} ({} questions)",
+            found[at] as f64 / wanted as f64,
+            worst[at],
+            sample.len()
+        );
+    }
 }

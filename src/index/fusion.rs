@@ -109,11 +109,11 @@ fn check_weight(weight: f64) -> crate::Result<f32> {
 }
 
 /// The query's nearest documents: `c1`, `cF` and the candidates closer than `cF`.
-struct Nearest {
+pub(super) struct Nearest {
     /// `(c1, cF)` (`(0, 0)` without vectors).
     scale: (f32, f32),
     /// Documents with `sem > 0` and their semantic values, sorted by document.
-    candidates: Vec<(u32, f32)>,
+    pub(super) candidates: Vec<(u32, f32)>,
 }
 
 impl SearchIndex {
@@ -144,10 +144,14 @@ impl SearchIndex {
     }
 
     /// The selected documents nearest to `query` (see the module docs).
-    fn nearest(&self, query: &QueryVector, allowed: Option<&[bool]>) -> Nearest {
+    pub(super) fn nearest(&self, query: &QueryVector, allowed: Option<&[bool]>) -> Nearest {
         let selected =
-            |doc: u32| allowed.is_none_or(|allowed| allowed[self.doc_group[doc as usize] as usize]);
-        let (nearest, _) = self.vectors.nearest(query, NEAREST_POOL, selected);
+            allowed.map(|allowed| move |doc: u32| allowed[self.doc_group[doc as usize] as usize]);
+        let (nearest, _) = self.vectors.nearest(
+            query,
+            NEAREST_POOL,
+            selected.as_ref().map(|f| f as &dyn Fn(u32) -> bool),
+        );
         let (Some(first), Some(last)) = (nearest.first(), nearest.last()) else {
             return Nearest {
                 scale: (0.0, 0.0),
@@ -704,6 +708,62 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn pages_stay_consistent_above_the_prefilter_pool() {
+        // More vectors than the prefilter keeps (`vectors::PREFILTER_POOL`): the nearest come from
+        // the sign-plane pool, and every window is still a slice of one ranking with one total.
+        let words = [
+            "get", "list", "data", "user", "file", "search", "weather", "city", "report",
+        ];
+        let dimensions = 24;
+        let docs = super::super::vectors::PREFILTER_POOL + 1500;
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |bound: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % bound as u64) as usize
+        };
+        let mut keys = Vec::new();
+        let mut rows = Vec::new();
+        let records: Vec<Record> = (0..docs)
+            .map(|doc| {
+                let a = words[next(words.len())];
+                let b = words[next(words.len())];
+                let record = record(
+                    &format!("g{}", doc % 3),
+                    &format!("{a}_{doc}"),
+                    &format!("{a} {b}"),
+                );
+                keys.push(record.key.clone());
+                rows.extend((0..dimensions).map(|_| next(2001) as f32 / 1000.0 - 1.0));
+                record
+            })
+            .collect();
+        let mut index = SearchIndex::new();
+        index.upsert(records);
+        index.set_vectors(&keys, &bytes(&rows), dimensions).unwrap();
+        for query_number in 0..12 {
+            let query = format!("{} {}", words[next(words.len())], words[next(words.len())]);
+            let vector: Vec<f32> = (0..dimensions)
+                .map(|_| next(2001) as f32 / 1000.0 - 1.0)
+                .collect();
+            let groups: Option<Vec<&str>> = (query_number % 2 == 0).then(|| vec!["g1"]);
+            let groups = groups.as_deref();
+            let (total, whole) = hybrid(&index, &query, Some(&vector), groups, (0, 100_000), 0.5);
+            assert_eq!(whole.len(), total);
+            for (offset, limit) in [(0, 10), (10, 10), (40, 25), (total.saturating_sub(3), 10)] {
+                let page = hybrid(&index, &query, Some(&vector), groups, (offset, limit), 0.5);
+                let slice: Vec<String> = whole.iter().skip(offset).take(limit).cloned().collect();
+                assert_eq!(
+                    page,
+                    (total, slice),
+                    "{query:?} {groups:?} {offset}+{limit}"
+                );
             }
         }
     }

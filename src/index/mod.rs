@@ -49,6 +49,9 @@ mod record_tokens;
 mod schema_text;
 mod scorer;
 mod storage;
+mod vector_codes;
+mod vector_dots;
+mod vector_scan;
 mod vectors;
 
 use bm25f::FIELDS;

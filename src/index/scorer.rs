@@ -247,6 +247,7 @@ impl<'i> Scorer<'i> {
             }
         }
         let idf = self.idf(class_docs.len());
+        token.class_idf.set(Some(idf));
         for &doc in &class_docs {
             let tf = std::mem::take(&mut scratch.class_tf[doc as usize]);
             if !self.selectable(doc) {
@@ -276,13 +277,17 @@ impl<'i> Scorer<'i> {
             .map(|term| (self.postings(term), planned.term_idf));
         let class = (class_too && token.has_variants()).then(|| {
             let lists: Vec<&[Posting]> = token.class.iter().map(|&m| self.postings(m)).collect();
-            // The class's document frequency: the live documents of the union of its lists.
-            for posting in lists.iter().flat_map(|list| list.iter()) {
-                if self.index.alive[posting.doc as usize] {
-                    scratch.mark(posting.doc);
+            let idf = token.class_idf.get().unwrap_or_else(|| {
+                // The class's document frequency: the live documents of the union of its lists.
+                for posting in lists.iter().flat_map(|list| list.iter()) {
+                    if self.index.alive[posting.doc as usize] {
+                        scratch.mark(posting.doc);
+                    }
                 }
-            }
-            let idf = self.idf(scratch.take_count());
+                let idf = self.idf(scratch.take_count());
+                token.class_idf.set(Some(idf));
+                idf
+            });
             (lists, idf)
         });
         let mut term_at = 0;

@@ -14,7 +14,9 @@ without a traceback.
 On a terminal, progress is shown on stderr while sources load and probes run, and erased before the
 first result line, so the screen ends with what piped output holds. Pydantic AI's first-run banner is
 turned off (`pydantic_ai.BANNER_ENABLED`): the CLI owns its output. Warnings the package logs (an embedding cache
-that cannot be used, an embedder that fails) are shown on stderr as `toolproxy: warning: ...`.
+that cannot be used, an embedder that fails) are shown on stderr as `toolproxy: warning: ...`. After an embedder
+call past `embedding_timeout` the process exits at once when the command is done, without waiting for a worker
+thread the call may still hold (a local model stuck in `run_in_executor`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from contextlib import contextmanager
 
 import pydantic_ai
 
+from .._embedder import gave_up
 from .._messages import cut, encodes
 from ._args import build_parser, config_overrides
 from ._progress import Progress, WarningHandler
@@ -70,6 +73,21 @@ async def _run(ns: argparse.Namespace) -> int:
             )
 
 
+async def _run_and_leave(ns: argparse.Namespace) -> int:
+    """`_run`, then, when an embedder call was given up on (`_embedder.gave_up`), exit the process at once: the call
+    may still hold a worker thread (a local model stuck in `run_in_executor`), which `asyncio.run`'s executor
+    shutdown and the interpreter's exit would wait for forever."""
+    status = await _run(ns)
+    if gave_up():
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            status = 141
+        sys.stderr.flush()
+        os._exit(status)
+    return status
+
+
 @contextmanager
 def _warnings_shown(progress: Progress) -> Iterator[None]:
     """Show the package's logged warnings as `toolproxy: warning: ...` lines while a command runs."""
@@ -101,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     pydantic_ai.BANNER_ENABLED = False  # a public switch of Pydantic AI; older versions ignore it
     try:
-        status = asyncio.run(_run(ns))
+        status = asyncio.run(_run_and_leave(ns))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return status
     except SourceError as exc:

@@ -121,6 +121,7 @@ class Discovery(_Model):
     embedding_cache: StrictStr | Literal[False] | None = None
     embedding_wait: StrictFloat | StrictInt | None = None
     query_timeout: StrictFloat | StrictInt | None = None
+    embedding_timeout: StrictFloat | StrictInt | None = None
 
 
 class HostConfig(_Model):

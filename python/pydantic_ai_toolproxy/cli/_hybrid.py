@@ -66,7 +66,7 @@ async def cached_coverage(
     missing = [fp for fp in texts if fp not in known]
     if store is not None and missing:
         try:
-            known.update(usable_vectors(store.get_many(key, missing), missing, vectors.dimensions)[0])
+            known.update(usable_vectors(store.get_many(key, missing), missing, vectors.expected_dimensions())[0])
         except Exception as exc:  # a custom store that raises: report it, as a search would log it
             vectors._warn('store', f'ToolProxy embedding cache read failed: {exc!r}')  # pyright: ignore[reportPrivateUsage]
     return {

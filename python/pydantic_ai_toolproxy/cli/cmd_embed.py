@@ -27,6 +27,9 @@ NO_EMBEDDER = (
 )
 
 
+TIMEOUT_HINT = " (raise embedding_timeout in the config file's [discovery] if the embedder is only slow)"
+
+
 def usage_fields(usage: Any) -> dict[str, Any]:
     """The embedder usage's non-zero fields (`input_tokens`, `cost`, ...), as JSON values."""
     return {k: v for k, v in asdict(usage).items() if v not in (0, None, {}, 0.0)}
@@ -34,8 +37,9 @@ def usage_fields(usage: Any) -> dict[str, Any]:
 
 async def run_embed(surface: Surface, out: Output, progress: Progress) -> int:
     """Embed the surface's grouped tools and print what it did; exit status 0, or 1 when some tool was left
-    without a vector (an embedder error, named), the cache file could not be used (its vectors were not
-    saved), or the proxy cannot prepare the sources.
+    without a vector (an embedder error, named; an embedder call past `embedding_timeout` is one), the cache
+    file could not be used (its vectors were not saved), the embedder has no name of its own (its vectors are
+    never cached: `ResolvedEmbedder.named`), or the proxy cannot prepare the sources.
 
     JSON document: `embedder` (identity), `store_key`, `dimensions`, `cache` (`kind` `file` / `memory` /
     `custom`; a file's `path`, `vectors` it holds for this embedder, `fell_back`, `fault`), `tools` (distinct
@@ -77,7 +81,8 @@ async def run_embed(surface: Surface, out: Output, progress: Progress) -> int:
         'usage': usage_fields(counts.usage),
         'error': counts.error,
     }
-    status = 1 if counts.failed or cache.get('fell_back') else 0
+    unnamed = vectors.store() is None and vectors.refused_store
+    status = 1 if counts.failed or cache.get('fell_back') or unnamed else 0
     if out.as_json:
         out.json(doc)
         return status
@@ -92,7 +97,10 @@ async def run_embed(surface: Surface, out: Output, progress: Progress) -> int:
     out.line(f'time      {counts.seconds:.2f} s')
     out.line(f'usage     {usage}')
     if counts.error is not None:
-        out.error(f'the embedder failed, {plural(counts.failed, "tool")} left without a vector: {counts.error}')
+        hint = TIMEOUT_HINT if counts.error.startswith('EmbedderTimeout(') else ''
+        out.error(f'the embedder failed, {plural(counts.failed, "tool")} left without a vector: {counts.error}{hint}')
+    elif unnamed:
+        out.error('the embedder has no name of its own: no vector was saved (the warning above says how to name it)')
     elif cache.get('fell_back'):
         out.error(f'the embedding cache {cache["path"]} cannot be used ({cache["fault"]}): no vector was saved')
     return status
