@@ -148,23 +148,25 @@ def test_nonfinite_rows_and_usable_vectors_drop_nan_and_infinity() -> None:
     assert usable_vectors(found, [b'a'], None) == ({b'a': finite}, 3)  # hashes not asked for
 
 
-def collection(n: int) -> dict[str, FunctionToolset[Any]]:
-    """`n` tools in two groups; tools `twin_a` and `twin-a` embed as one text ('twin a: ...')."""
+def collection(n: int, twins: bool) -> dict[str, FunctionToolset[Any]]:
+    """`n` tools in two groups, and two more: `twin_a` and (with `twins`) `twin-a`, which embeds as the same text
+    ('twin a: ...'; `follow` then takes its per-record path, else its bulk path), or `twin_b`."""
     sets: dict[str, FunctionToolset[Any]] = {'ops': FunctionToolset(), 'docs': FunctionToolset()}
     for i in range(n):
         sets['ops' if i % 2 else 'docs'].add_function(lambda x='': x, name=f'task_{i}', description=f'Runs task {i}.')
     sets['ops'].add_function(lambda x='': x, name='twin_a', description='A forecast twin.')
-    sets['ops'].add_function(lambda x='': x, name='twin-a', description='A forecast twin.')
+    sets['ops'].add_function(lambda x='': x, name='twin-a' if twins else 'twin_b', description='A forecast twin.')
     return sets
 
 
-async def test_a_restart_attaches_every_cached_vector_without_embedding(tmp_path: Path) -> None:
+@pytest.mark.parametrize('twins', [False, True])
+async def test_a_restart_attaches_every_cached_vector_without_embedding(tmp_path: Path, twins: bool) -> None:
     n = 9_000  # past the core's bulk threshold
     cache = tmp_path / 'vectors.sqlite3'
     searches = [{'query': 'umbrella twin'}, {'query': 'task 17'}]
 
     async def run(model: BagOfWordsModel) -> tuple[list[dict[str, Any]], ToolProxyCapability[Any]]:
-        sets = collection(n)
+        sets = collection(n, twins)
         capability = ToolProxyCapability(
             groups={g: ToolProxyGroup(source=s, description=f'{g} tools') for g, s in sets.items()},
             config=ToolProxyConfig(embedder=model, embedding_cache=cache, embedding_wait=60.0),
@@ -175,14 +177,15 @@ async def test_a_restart_attaches_every_cached_vector_without_embedding(tmp_path
 
     first_model = BagOfWordsModel(dimensions=64, synonyms={'umbrella': 'forecast'})
     first, _ = await run(first_model)
-    assert len(first_model.documents()) == n + 1  # the twins share one text
+    texts = n + 1 if twins else n + 2  # twins share one text
+    assert len(first_model.documents()) == texts
     with SQLiteEmbeddingStore(cache) as store:
-        assert store.count() == n + 1
+        assert store.count() == texts
     no_embedding = BagOfWordsModel(dimensions=64, synonyms={'umbrella': 'forecast'}, fail=AssertionError('embedded'))
     again, capability = await run(no_embedding)  # a restart: every tool text is in the cache
     assert again == first
     assert no_embedding.documents() == []
-    assert [e['tool'] for e in again[0]['tools'][:2]] == ['twin-a', 'twin_a']
+    assert sorted(e['tool'] for e in again[0]['tools'][:2]) == (['twin-a', 'twin_a'] if twins else ['twin_a', 'twin_b'])
     vectors = capability.tool_vectors
     assert vectors is not None and vectors.embedded == 0 and vectors.pending == 0
     [state] = vectors._states.values()

@@ -289,6 +289,8 @@ class ToolVectors:
         memory, pending, waiting = self.memory, self._pending, state.waiting
         texts, fingerprints = self._fingerprints(upserts)
         if not wanted and not attached and not waiting and self._follow_fresh(state, upserts, texts, fingerprints):
+            if removed:
+                self._prune()
             return
         for record, text, fingerprint in zip(upserts, texts, fingerprints, strict=True):
             key = record[0]
