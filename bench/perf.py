@@ -407,10 +407,12 @@ async def main() -> None:
             '',
         ]
         if n == max(hybrid_sizes & set(sizes)):
-            c = hybrid_perf.cache_load(core.index, keys, vectors)
+            c = hybrid_perf.cache_load(keys, vectors)
+            met = 'met' if c['total_s'] <= 1.0 else 'NOT met'
             row[-1] = (
-                f'{fmt((c["get_s"] + c["set_s"]) * 1000)} ({fmt(c["get_s"] * 1000)} get_many + '
-                f'{fmt(c["set_s"] * 1000)} set_vectors; file {c["bytes"] / 1e6:.1f} MB)'
+                f'{fmt(c["total_s"] * 1000)}, worst {fmt(c["worst_s"] * 1000)} (target 1 s: {met}; '
+                f'{fmt(c["follow_s"] * 1000)} follow + {fmt(c["get_s"] * 1000)} get_many + '
+                f'{fmt(c["attach_s"] * 1000)} check and set_vector_rows; file {c["bytes"] / 1e6:.1f} MB)'
             )
         return row
 
@@ -687,7 +689,7 @@ def print_hybrid(hybrid_rows: list[list[str]]) -> None:
                 'hybrid, CPU time',
                 'set_vectors (all tools)',
                 'vector RSS per tool',
-                'load every vector from the SQLite cache',
+                'restart: load every vector from the SQLite cache, median of 5 processes (target 1 s)',
             ],
             hybrid_rows,
         )
@@ -697,9 +699,10 @@ def print_hybrid(hybrid_rows: list[list[str]]) -> None:
         "the embedder's own call is not included. Wall time and the calling thread's CPU time (what the ranking "
         'itself costs, whatever else runs on the machine). '
         + "Tool vectors: real embeddings of the BFCL functions; each replica gets its original's vector plus "
-        'Gaussian noise (sigma 0.01 per dimension, then normalized). Cache load: a new SQLiteEmbeddingStore on a '
-        'file holding every vector (warm OS page cache, as for a restart), get_many of every hash, then '
-        'set_vectors into the index (bench/hybrid_perf.py).'
+        'Gaussian noise (sigma 0.01 per dimension, then normalized). Restart: a file holding every tool vector under '
+        'its text hash (warm OS page cache), loaded by 5 new processes, each timed from "the index records exist" to '
+        '"every tool has its vector in the Rust index": ToolVectors.follow (texts, fingerprints), get_many of every '
+        'fingerprint, the check and set_vector_rows (bench/embedding_cache.py, which prints the same alone).'
     )
 
 

@@ -9,9 +9,11 @@
 //! * [`terms`]: index terms of tokens (English stemming) and query weights of function words.
 //! * [`index`]: the incremental inverted index with BM25F ranking.
 //! * [`page`]: byte-exact planning of budgeted search-result pages.
+//! * [`embedding_text`]: hybrid search's tool text and its `BLAKE2b` fingerprint (as the Python recipe).
 
 use std::fmt;
 
+pub mod embedding_text;
 pub mod index;
 pub mod names;
 pub mod page;
@@ -49,6 +51,19 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// Items from which a bulk operation (fingerprinting or attaching the vectors of a whole tool
+/// collection) is split over several threads.
+pub const BULK_PARALLEL_FROM: usize = 8_192;
+
+/// Threads for a bulk operation over `items`: 1 below [`BULK_PARALLEL_FROM`], else the
+/// machine's parallelism, at most 4.
+pub fn bulk_workers(items: usize) -> usize {
+    if items < BULK_PARALLEL_FROM {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
 
 /// Result alias used across the core.
 pub type Result<T> = std::result::Result<T, Error>;

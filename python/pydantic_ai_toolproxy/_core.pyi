@@ -8,6 +8,7 @@ rejected values, ``TypeError`` for values of the wrong type); nothing here panic
 Strings holding lone surrogates are accepted: each surrogate is read as U+FFFD.
 """
 
+from collections.abc import Sequence
 from typing import final
 
 from typing_extensions import Buffer
@@ -105,6 +106,26 @@ def split_canonical_name(name: str) -> tuple[str, str] | None:
 
 MAX_FINGERPRINT_NODES: int
 """Most nodes ``schema_fingerprints`` reads of one value (100,000); a larger value fingerprints as 0."""
+
+def embedding_fingerprints(
+    records: Sequence[tuple[str, str, str, str, object]], tails: dict[str, str]
+) -> tuple[list[str | None], list[bytes | None]]:
+    """``(texts, fingerprints)`` of index records ``(key, group, tool, description, schema)``: each one's hybrid-search
+    embedding text and its 16-byte fingerprint, in order; byte-identical to the Python recipe
+    (``_embedding_text.embedding_text(group, tool, description, group_description)`` with ``tails[group] ==
+    group_text(group, group_description)``, and ``text_hash``: BLAKE2b, ``digest_size=16``, of the UTF-8).
+
+    Both are ``None`` for a record the caller must do with the Python recipe: not a tuple with ``str`` (exactly) at
+    positions 1-3, a string holding a lone surrogate, or a group missing from ``tails``. Whitespace is folded as
+    ``str.split()`` folds it (Python's ``str.isspace`` set). The texts are built and hashed without the GIL, about
+    1 µs a tool. Raises ``TypeError`` when ``records`` is not iterable.
+    """
+
+def nonfinite_rows(rows: Sequence[Buffer]) -> list[int]:
+    """The positions, ascending, of the bytes-like little-endian float32 ``rows`` holding a NaN or an infinity (all
+    exponent bits set); a trailing partial value of a row is not read. ``TypeError`` for a row that is not bytes-like.
+    About 20 ms for 100,000 rows of 384 dimensions, without the GIL.
+    """
 
 def schema_fingerprints(values: list[object]) -> tuple[bytes, int]:
     """Fingerprint JSON-like values by content: ``(fingerprints, unfingerprintable)``.
@@ -246,6 +267,13 @@ class SearchIndex:
         a buffer of another length, ``dimensions`` below 1 or above 16,384, a non-finite value, or
         another dimensionality than the index's (unless ``clear_vectors()`` ran first); ``TypeError``
         when ``vectors`` is not bytes-like. The GIL is released while storing.
+        """
+
+    def set_vector_rows(self, keys: list[str], rows: Sequence[Buffer], dimensions: int) -> None:
+        """``set_vectors`` with one bytes-like row of ``dimensions * 4`` bytes per key, not one joined buffer: the
+        same checks (a count that is not ``len(keys)`` or a row of another length raises ``ValueError`` naming the
+        row), the same codes, without the copy a ``b''.join`` of 100,000 rows costs (about 0.1 s at 384
+        dimensions). The GIL is released while storing.
         """
 
     def drop_vectors(self, keys: list[str]) -> None:

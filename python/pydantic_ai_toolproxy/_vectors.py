@@ -21,19 +21,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import operator
 import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from pydantic_ai.usage import RequestUsage
 
 from . import _core
 from ._embedder import EmbedderTimeout, ResolvedEmbedder, bounded, vector_bytes
-from ._embedding_text import embedding_text, group_text, text_hash, tool_text
+from ._embedding_text import embedding_text, group_text, text_hash
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -93,17 +95,6 @@ UNNAMED = (
 
 MAX_DIMENSIONS = 16_384
 """Most dimensions the core accepts for a vector (`SearchIndex.set_vectors`)."""
-_EXPONENT_HIGH = bytes(1 if b & 0x7F == 0x7F else 0 for b in range(256))
-_EXPONENT_LOW = bytes(1 if b & 0x80 else 0 for b in range(256))
-
-
-def _finite(blob: bytes) -> bool:
-    """Whether every little-endian float32 of `blob` is finite (no exponent of all ones: NaN or infinity), in a few
-    passes at C speed (tens of milliseconds for 100,000 vectors of 384 dimensions)."""
-    high = blob[3::4].translate(_EXPONENT_HIGH)
-    if 1 not in high:  # the usual case: no value of magnitude 2**64 or more
-        return True
-    return not int.from_bytes(high, 'little') & int.from_bytes(blob[2::4].translate(_EXPONENT_LOW), 'little')
 
 
 def usable_vectors(
@@ -112,8 +103,18 @@ def usable_vectors(
     """`(usable, dropped)`: the vectors of a store's answer `found` (to `get_many(model, asked)`) that the core
     can take, as `bytes`, and how many were dropped: a hash not asked for, a value that is not bytes-like, empty,
     not a multiple of 4 bytes or over `MAX_DIMENSIONS`, of another dimensionality than `dimensions` (when None,
-    than the first usable one), or holding a non-finite value. A store that is not a mapping raises TypeError."""
+    than the first usable one), or holding a non-finite value. A store that is not a mapping raises TypeError.
+
+    The usual answer (every hash asked for, every value `bytes` of one valid size) is checked in a few passes at C
+    speed; the non-finite check is the core's (`_core.nonfinite_rows`, about 20 ms for 100,000 x 384)."""
     wanted = set(asked)
+    values = list(found.values())
+    if set(map(type, values)) <= {bytes} and found.keys() <= wanted:
+        sizes = set(map(len, cast('list[bytes]', values)))
+        size = next(iter(sizes), 4)
+        fits = len(sizes) <= 1 and size and not size % 4 and size <= MAX_DIMENSIONS * 4
+        if fits and (dimensions is None or size == dimensions * 4):
+            return _drop_nonfinite(dict(zip(found.keys(), cast('list[bytes]', values), strict=True)), 0)
     usable: dict[bytes, bytes] = {}
     dropped = 0
     for fingerprint, value in found.items():
@@ -127,11 +128,16 @@ def usable_vectors(
             continue
         dimensions = size // 4
         usable[fingerprint] = vector
-    if usable and not _finite(b''.join(usable.values())):
-        finite = {fp: v for fp, v in usable.items() if _finite(v)}
-        dropped += len(usable) - len(finite)
-        usable = finite
-    return usable, dropped
+    return _drop_nonfinite(usable, dropped)
+
+
+def _drop_nonfinite(usable: dict[bytes, bytes], dropped: int) -> tuple[dict[bytes, bytes], int]:
+    """`(usable without the vectors holding a NaN or an infinity, dropped + how many those were)`."""
+    bad = set(_core.nonfinite_rows(list(usable.values()))) if usable else set()
+    if bad:
+        for fingerprint in [fp for at, fp in enumerate(usable) if at in bad]:
+            del usable[fingerprint]
+    return usable, dropped + len(bad)
 
 
 def open_store(config: ToolProxyConfig) -> EmbeddingStore | None:
@@ -179,11 +185,15 @@ class EmbedCounts:
 
 @dataclass
 class _IndexState:
-    """Per `SearchIndex`: the text fingerprint each key wants and the one whose vector is attached."""
+    """Per `SearchIndex`: the text fingerprint each key wants, the one whose vector is attached, and the keys
+    waiting for a pending vector (`waiting`: fingerprint -> the key, or a list when several keys of this index
+    want one text; a key, not a tuple per tool, so that queuing 100,000 tools creates no objects the garbage
+    collector has to walk)."""
 
     index: _core.SearchIndex
     wanted: dict[str, bytes] = field(default_factory=dict)
     attached: dict[str, bytes] = field(default_factory=dict)
+    waiting: dict[bytes, str | list[str]] = field(default_factory=dict)
 
 
 class ToolVectors:
@@ -205,6 +215,8 @@ class ToolVectors:
         self.embedder = ResolvedEmbedder(config.embedder)
         self.weight = float(config.semantic_weight)
         self._descriptions = dict(descriptions)
+        self._tails = {group: group_text(group, text) for group, text in self._descriptions.items()}
+        """Group -> its part of the embedding text (`group_text`), for `_core.embedding_fingerprints`."""
         self.lock = lock
         self._open_store = open_store
         self._store: EmbeddingStore | None = None
@@ -217,7 +229,8 @@ class ToolVectors:
         self._states: dict[int, _IndexState] = {}
         self._pending: dict[bytes, str] = {}
         """Fingerprint -> text of the vectors some index wants and nobody has yet."""
-        self._waiting: dict[bytes, list[tuple[_IndexState, str]]] = {}
+        self._stale = False
+        """Whether a wanted text changed or went since `_take_pending` last dropped what nobody waits for."""
         self._claims: dict[bytes, int] = {}
         """Fingerprint -> how many searches wait for it (`claim`): kept pending even while no index wants it (a
         concurrent run moved the shared index to its own tools), so interleaved tenants cannot starve each other."""
@@ -260,38 +273,45 @@ class ToolVectors:
 
     def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
         """`index` just upserted `upserts` and removed `removed`: attach the vectors known for their texts, drop a
-        changed text's old vector, and queue the unknown texts for embedding. Call with `lock` held."""
+        changed text's old vector, and queue the unknown texts for embedding. Call with `lock` held.
+
+        The texts and fingerprints come from the core in one call (`_core.embedding_fingerprints`, the recipe of
+        `_embedding_text`, byte-identical), so 100,000 upserted tools cost tens of milliseconds here."""
         state = self._state(index)
+        wanted, attached = state.wanted, state.attached
         for key in removed:
-            state.wanted.pop(key, None)
-            state.attached.pop(key, None)  # the core dropped the vector with the record
+            if wanted.pop(key, None) is not None:
+                self._stale = True  # a waiting entry of this key may be left behind (`_take_pending`)
+            attached.pop(key, None)  # the core dropped the vector with the record
         stale: list[str] = []
         keys: list[str] = []
         vectors: list[bytes] = []
-        memory, descriptions = self.memory, self._descriptions
-        group_parts: dict[str, str] = {}
-        for key, group, local, description, _ in upserts:
-            tail = group_parts.get(group)
-            if tail is None:
-                tail = group_parts[group] = group_text(group, descriptions.get(group, ''))
-            head = tool_text(local, description)
-            text = f'{head} {tail}' if tail else head
-            fingerprint = text_hash(text)
-            state.wanted[key] = fingerprint
-            attached = state.attached.get(key)
-            if attached == fingerprint:
+        memory, pending, waiting = self.memory, self._pending, state.waiting
+        texts, fingerprints = self._fingerprints(upserts)
+        if not wanted and not attached and not waiting and self._follow_fresh(state, upserts, texts, fingerprints):
+            if removed:
+                self._prune()
+            return
+        for record, text, fingerprint in zip(upserts, texts, fingerprints, strict=True):
+            key = record[0]
+            before = wanted.get(key)
+            wanted[key] = fingerprint
+            if before is not None and before != fingerprint:
+                self._stale = True
+            was = attached.get(key)
+            if was == fingerprint:
                 continue
-            if attached is not None:
+            if was is not None:
                 stale.append(key)
-                del state.attached[key]
+                del attached[key]
             vector = memory.get(fingerprint)
             if vector is not None:
                 keys.append(key)
                 vectors.append(vector)
             else:
-                if fingerprint not in self._pending:
-                    self._pending[fingerprint] = text
-                self._waiting.setdefault(fingerprint, []).append((state, key))
+                if fingerprint not in pending:
+                    pending[fingerprint] = text
+                self._wait(state, fingerprint, key)
         if stale:
             index.drop_vectors(stale)
         if keys:
@@ -299,18 +319,78 @@ class ToolVectors:
         if stale or removed:
             self._prune()
 
+    @staticmethod
+    def _wait(state: _IndexState, fingerprint: bytes, key: str) -> None:
+        """Note that `key` of `state`'s index waits for the pending vector of `fingerprint`."""
+        waiter = state.waiting.get(fingerprint)
+        if waiter is None:
+            state.waiting[fingerprint] = key
+        elif isinstance(waiter, str):
+            if waiter != key:
+                state.waiting[fingerprint] = [waiter, key]
+        elif key not in waiter:
+            waiter.append(key)
+
+    def _follow_fresh(
+        self, state: _IndexState, upserts: Sequence[IndexRecord], texts: list[str], fingerprints: list[bytes]
+    ) -> bool:
+        """`follow` of an index followed for the first time (a restart, a new tenant's index), in a few passes at C
+        speed: what the loop of `follow` does when no key is wanted yet. False (nothing done) when two records
+        share a key or a text, which the loop handles."""
+        keys = [record[0] for record in upserts]
+        wanted, waiting = state.wanted, state.waiting
+        wanted.update(zip(keys, fingerprints, strict=True))
+        if len(wanted) != len(keys):  # a key twice (both were empty before)
+            wanted.clear()
+            return False
+        memory = self.memory
+        known: list[str] = []
+        vectors: list[bytes] = []
+        if memory:
+            hit = [fingerprint in memory for fingerprint in fingerprints]
+            if any(hit):
+                known = [key for key, h in zip(keys, hit, strict=True) if h]
+                vectors = [memory[fp] for fp, h in zip(fingerprints, hit, strict=True) if h]
+                keys = [key for key, h in zip(keys, hit, strict=True) if not h]
+                texts = [text for text, h in zip(texts, hit, strict=True) if not h]
+                fingerprints = [fp for fp, h in zip(fingerprints, hit, strict=True) if not h]
+        waiting.update(zip(fingerprints, keys, strict=True))
+        if len(waiting) != len(fingerprints):  # two keys share a text
+            wanted.clear()
+            waiting.clear()
+            return False
+        self._pending.update(zip(fingerprints, texts, strict=True))  # a text already pending: the same text
+        if known:
+            self._set(state, known, vectors)
+        return True
+
+    def _fingerprints(self, upserts: Sequence[IndexRecord]) -> tuple[list[str], list[bytes]]:
+        """The embedding text and its `text_hash` of each record, in order: from the core, and by the Python
+        recipe for the records it leaves to it (a lone surrogate, a group without a known part)."""
+        tails = self._tails
+        texts, fingerprints = cast('tuple[list[str], list[bytes]]', _core.embedding_fingerprints(upserts, tails))
+        if None in fingerprints:
+            descriptions = self._descriptions
+            for at, fingerprint in enumerate(fingerprints):
+                if fingerprint is None:
+                    _, group, local, description, _ = upserts[at]
+                    if group not in tails:
+                        tails[group] = group_text(group, descriptions.get(group, ''))
+                    texts[at] = text = embedding_text(group, local, description, descriptions.get(group, ''))
+                    fingerprints[at] = text_hash(text)
+        return texts, fingerprints
+
     def _set(self, state: _IndexState, keys: list[str], vectors: list[bytes]) -> None:
-        """Attach `vectors` to `keys` of `state.index`; a refusal of the core (ValueError: another dimensionality)
-        is logged once and leaves those keys without a vector, so a search never fails for it."""
+        """Attach `vectors` to `keys` of `state.index` (one row each, `SearchIndex.set_vector_rows`: no joined
+        buffer); a refusal of the core (ValueError: another dimensionality) is logged once and leaves those keys
+        without a vector, so a search never fails for it."""
         assert self.dimensions is not None
         try:
-            state.index.set_vectors(keys, b''.join(vectors), self.dimensions)
+            state.index.set_vector_rows(keys, vectors, self.dimensions)
         except ValueError as e:
             self._warn('attach', f'ToolProxy could not attach tool vectors ({e}); those tools rank by keywords.')
             return
-        wanted = state.wanted
-        for key in keys:
-            state.attached[key] = wanted[key]
+        state.attached.update(zip(keys, map(state.wanted.__getitem__, keys), strict=True))
 
     def apply(self, found: Mapping[bytes, bytes]) -> int:
         """Vectors `found` (fingerprint -> float32 bytes) became known: keep them and attach them wherever they are
@@ -319,28 +399,62 @@ class ToolVectors:
         Raises:
             ValueError: a vector's dimensionality differs from the vectors already held.
         """
+        sizes = set(map(len, found.values()))
+        if len(sizes) == 1 and (self.dimensions is None or sizes == {self.dimensions * 4}):
+            self.dimensions = next(iter(sizes)) // 4
+            self.memory.update(found)  # one dimensionality: nothing below can raise
+        else:  # several sizes: keep (and attach) those before the first of another dimensionality, then raise
+            before: dict[bytes, bytes] = {}
+            for fingerprint, vector in found.items():
+                dimensions = len(vector) // 4
+                if self.dimensions is None:
+                    self.dimensions = dimensions
+                elif dimensions != self.dimensions:
+                    self._apply(before)
+                    raise ValueError(f'a vector has {dimensions} dimensions, the others {self.dimensions}')
+                self.memory[fingerprint] = before[fingerprint] = vector
+        return self._apply(found)
+
+    def _apply(self, found: Mapping[bytes, bytes]) -> int:
+        """`apply` once `found` is in `memory`: leave `_pending`, attach to the keys of the followed indexes
+        waiting for them."""
         attached = 0
-        per_index: dict[int, tuple[_IndexState, list[str], list[bytes]]] = {}
-        for fingerprint, vector in found.items():
-            dimensions = len(vector) // 4
-            if self.dimensions is None:
-                self.dimensions = dimensions
-            elif dimensions != self.dimensions:
-                raise ValueError(f'a vector has {dimensions} dimensions, the others {self.dimensions}')
-            self.memory[fingerprint] = vector
-            self._pending.pop(fingerprint, None)
-            for state, key in self._waiting.pop(fingerprint, ()):
-                if state.wanted.get(key) != fingerprint or state.attached.get(key) == fingerprint:
-                    continue
-                if self._states.get(id(state.index)) is not state:
-                    continue
-                entry = per_index.setdefault(id(state.index), (state, [], []))
-                entry[1].append(key)
-                entry[2].append(vector)
-        for state, keys, vectors in per_index.values():
-            before = len(state.attached)
-            self._set(state, keys, vectors)
-            attached += len(state.attached) - before
+        pending = self._pending
+        targets: list[
+            tuple[_IndexState, dict[bytes, str | list[str]], dict[str, bytes], dict[str, bytes], list[str], list[bytes]]
+        ] = [(state, state.waiting, state.wanted, state.attached, [], []) for state in self._states.values()]
+        if len(pending) <= len(found) and pending.keys() <= found.keys():
+            pending.clear()
+        else:
+            for fingerprint in found:
+                pending.pop(fingerprint, None)
+        for _, waiting, wanted, was, keys, vectors in targets:
+            if not waiting:
+                continue
+            if len(waiting) <= len(found) and waiting.keys() <= found.keys():  # every waiting text arrived
+                hits, waiters = list(waiting), list(waiting.values())  # in the order followed
+                waiting.clear()
+            else:
+                hits = [fp for fp in found if fp in waiting]  # in the order found
+                waiters = list(map(waiting.pop, hits))
+            if set(map(type, waiters)) == {str}:  # one key per text (the usual case): filtered at C speed
+                single = cast('list[str]', waiters)
+                ready = list(map(operator.eq, map(wanted.get, single), hits))
+                if was:
+                    ready = list(map(operator.and_, ready, map(operator.ne, map(was.get, single), hits)))
+                keys.extend(itertools.compress(single, ready))
+                vectors.extend(map(found.__getitem__, itertools.compress(hits, ready)))
+                continue
+            for fingerprint, waiter in zip(hits, waiters, strict=True):
+                for key in [waiter] if isinstance(waiter, str) else waiter:
+                    if wanted.get(key) == fingerprint and was.get(key) != fingerprint:
+                        keys.append(key)
+                        vectors.append(found[fingerprint])
+        for state, _, _, _, keys, vectors in targets:
+            if keys:
+                before = len(state.attached)
+                self._set(state, keys, vectors)
+                attached += len(state.attached) - before
         return attached
 
     def _prune(self) -> None:
@@ -356,7 +470,10 @@ class ToolVectors:
         """`found` (a store's vectors of `texts`) was just applied: remember their texts while the embedder has not
         confirmed the dimensionality, to embed them again if it turns out another. Call with `lock` held."""
         if not self._confirmed:
-            self._unverified.update((fp, texts[fp]) for fp in found if fp in texts)
+            if found.keys() <= texts.keys():  # the usual call (a fill): at C speed, no tuple per vector
+                self._unverified.update(zip(found, map(texts.__getitem__, found), strict=True))
+            else:
+                self._unverified.update((fp, texts[fp]) for fp in found if fp in texts)
 
     def adopt_dimensions(self, dimensions: int) -> bool:
         """The embedder just produced a vector of `dimensions` (a tool text's, or a query's). Call with `lock` held.
@@ -388,7 +505,7 @@ class ToolVectors:
                 text = texts.get(fingerprint)
                 if text is not None:
                     self._pending.setdefault(fingerprint, text)
-                    self._waiting.setdefault(fingerprint, []).append((state, key))
+                    self._wait(state, fingerprint, key)
         self._generation += 1
         self._retry_at = 0.0
         self._warn(
@@ -663,16 +780,31 @@ class ToolVectors:
 
     def _take_pending(self) -> dict[bytes, str]:
         """The pending texts some followed index still wants or a search waits for (the others are dropped). Call
-        with `lock` held."""
+        with `lock` held. Nothing to drop unless a wanted text changed or went since the last look (`_stale`)."""
+        if not self._stale:
+            return dict(self._pending)
+        kept_claimed = False
+        states = list(self._states.values())
         for fingerprint in list(self._pending):  # texts no index wants any more (changed again, or removed)
             if fingerprint in self._claims:
+                kept_claimed = True  # looked at again next time: the claim may be gone by then
                 continue
-            waiting = [(st, k) for st, k in self._waiting.get(fingerprint, ()) if st.wanted.get(k) == fingerprint]
-            if waiting:
-                self._waiting[fingerprint] = waiting
-            else:
+            wanted = False
+            for state in states:
+                waiter = state.waiting.get(fingerprint)
+                if waiter is None:
+                    continue
+                keys = [
+                    k for k in ([waiter] if isinstance(waiter, str) else waiter) if state.wanted.get(k) == fingerprint
+                ]
+                if not keys:
+                    del state.waiting[fingerprint]
+                    continue
+                wanted = True
+                state.waiting[fingerprint] = keys[0] if len(keys) == 1 else keys
+            if not wanted:
                 self._pending.pop(fingerprint, None)
-                self._waiting.pop(fingerprint, None)
+        self._stale = kept_claimed
         return dict(self._pending)
 
     async def _fill(self) -> None:
@@ -687,7 +819,9 @@ class ToolVectors:
                     if generation != self._generation:  # stale store vectors were dropped: try their texts again
                         generation = self._generation
                         done.clear()
-                    pending = {fp: t for fp, t in self._take_pending().items() if fp not in done}
+                    pending = self._take_pending()
+                if done:
+                    pending = {fp: t for fp, t in pending.items() if fp not in done}
                 if not pending:
                     break
                 done.update(pending)  # each text is tried once per fill, so a text the core refuses cannot loop
@@ -696,7 +830,7 @@ class ToolVectors:
                     with self.lock:
                         self.apply(found)
                         self.note_store(found, pending)
-                missing = {fp: text for fp, text in pending.items() if fp not in found}
+                missing = {} if len(found) == len(pending) else {fp: t for fp, t in pending.items() if fp not in found}
                 if missing:
                     await self.embed_texts(missing, EmbedCounts())
             self._ok('embed')

@@ -357,12 +357,14 @@ class SQLiteEmbeddingStore:
             model_id = self._model_id(conn, model, create=False)
             if model_id is None:
                 return found
-            unique = list(dict.fromkeys(hashes))
-            if len(unique) >= SCAN_AT and self._model_dominates(conn, model_id, len(unique)):
-                wanted = set(unique)
+            wanted = set(hashes)
+            if len(wanted) >= SCAN_AT and self._model_dominates(conn, model_id, len(wanted)):
                 rows = conn.execute('SELECT hash, vector FROM vectors NOT INDEXED WHERE model = ?', (model_id,))
-                found.update(row for row in rows if row[0] in wanted)
+                found = dict(rows)  # every row of the model at C speed; the rows nobody asked for go below
+                if not found.keys() <= wanted:
+                    found = {h: v for h, v in found.items() if h in wanted}
                 return found
+            unique = list(dict.fromkeys(hashes))
             for start in range(0, len(unique), _CHUNK):
                 chunk = unique[start : start + _CHUNK]
                 marks = ','.join('?' * len(chunk))
@@ -482,6 +484,8 @@ def _check_model(model: object) -> None:
 
 
 def _check_hashes(hashes: Sequence[bytes]) -> None:
+    if set(map(type, hashes)) == {bytes} and min(map(len, hashes)) > 0 and max(map(len, hashes)) <= MAX_HASH_BYTES:
+        return  # the usual call, checked at C speed
     for h in hashes:
         if not isinstance(h, bytes) or not 0 < len(h) <= MAX_HASH_BYTES:
             raise ValueError(f'an embedding store hash must be 1-{MAX_HASH_BYTES} bytes, got {h!r}')

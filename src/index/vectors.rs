@@ -169,6 +169,13 @@ pub(super) fn scales(vector: &[f32], range: f32) -> (f32, f32) {
     (magnify, if largest > 0.0 { range / largest } else { 0.0 })
 }
 
+/// The int8 codes of `vector` into `codes` (cleared first) and their inverse norm: what a
+/// stored vector is.
+fn codes_of(vector: &[f32], codes: &mut Vec<i8>) -> f32 {
+    quantize_into(vector, 127.0, |x| x as i8, codes);
+    inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32
+}
+
 /// `1 / ||codes||` (0 for all-zero codes).
 fn inverse_norm(codes: impl Iterator<Item = i64>) -> f64 {
     let squares: i64 = codes.map(|c| c * c).sum();
@@ -265,12 +272,16 @@ impl Vectors {
     /// Stores `vector` (checked: finite, of the index's dimensionality) for `doc`, replacing its
     /// vector; `codes` is scratch for the quantized codes, reused across calls.
     pub(super) fn set_with(&mut self, doc: u32, vector: &[f32], codes: &mut Vec<i8>) {
-        let dimensions = vector.len();
+        let norm = codes_of(vector, codes);
+        self.store_codes(doc, codes, norm);
+    }
+
+    /// Stores the `codes` of a vector (of the index's dimensionality) and their inverse norm for
+    /// `doc`, replacing its vector: the second half of [`Self::set_with`].
+    pub(super) fn store_codes(&mut self, doc: u32, codes: &[i8], norm: f32) {
+        let dimensions = codes.len();
         debug_assert!(self.check_dimensions(dimensions).is_ok());
         self.dimensions = Some(dimensions);
-        quantize_into(vector, 127.0, |x| x as i8, codes);
-        let codes = &codes[..];
-        let norm = inverse_norm(codes.iter().map(|&c| i64::from(c))) as f32;
         let (words, bytes) = (sign_words(dimensions), low_bytes(dimensions));
         if self.negatives.len() != dimensions {
             self.negatives = vec![0; dimensions];
@@ -578,6 +589,42 @@ impl super::SearchIndex {
     ) -> crate::Result<()> {
         check_rows(vectors, keys.len(), dimensions)?;
         self.vectors.check_dimensions(dimensions)?;
+        self.attach_rows(keys, vectors.chunks_exact(4 * dimensions), dimensions);
+        Ok(())
+    }
+
+    /// [`Self::set_vectors`] with one row per key, each its own slice (no buffer of all rows
+    /// joined): the same checks (a row of another length counts as a bad length), the same
+    /// result.
+    pub fn set_vector_rows<S: AsRef<str>, R: AsRef<[u8]>>(
+        &mut self,
+        keys: &[S],
+        rows: &[R],
+        dimensions: usize,
+    ) -> crate::Result<()> {
+        if keys.len() != rows.len() {
+            return Err(crate::Error::new(format!(
+                "{} keys but {} vector rows",
+                keys.len(),
+                rows.len()
+            )));
+        }
+        for (at, row) in rows.iter().enumerate() {
+            check_rows(row.as_ref(), 1, dimensions)
+                .map_err(|e| crate::Error::new(format!("vector row {at}: {e}")))?;
+        }
+        self.vectors.check_dimensions(dimensions)?;
+        self.attach_rows(keys, rows.iter().map(AsRef::as_ref), dimensions);
+        Ok(())
+    }
+
+    /// Stores checked `rows` (one per key, `dimensions` values each) on the live records `keys`.
+    fn attach_rows<'a, S: AsRef<str>>(
+        &mut self,
+        keys: &[S],
+        rows: impl Iterator<Item = &'a [u8]>,
+        dimensions: usize,
+    ) {
         let docs: Vec<Option<u32>> = keys.iter().map(|key| self.doc_of(key.as_ref())).collect();
         let added = docs
             .iter()
@@ -585,19 +632,59 @@ impl super::SearchIndex {
             .filter(|&&doc| !self.vectors.has(doc))
             .count();
         self.vectors.reserve(added, dimensions, self.docs.len());
+        let work: Vec<(u32, &[u8])> = docs
+            .into_iter()
+            .zip(rows)
+            .filter_map(|(doc, bytes)| doc.map(|doc| (doc, bytes)))
+            .collect();
+        let workers = crate::bulk_workers(work.len());
+        if workers > 1 {
+            // A bulk load (a restart attaching every cached vector): the rows are quantized by
+            // `workers` threads, then stored in order, as the loop below would store them.
+            let mut codes = vec![0i8; work.len() * dimensions];
+            let mut norms = vec![0f32; work.len()];
+            let chunk = work.len().div_ceil(workers);
+            std::thread::scope(|scope| {
+                for ((part, codes), norms) in work
+                    .chunks(chunk)
+                    .zip(codes.chunks_mut(chunk * dimensions))
+                    .zip(norms.chunks_mut(chunk))
+                {
+                    scope.spawn(move || {
+                        let (mut row, mut scratch) = (
+                            Vec::with_capacity(dimensions),
+                            Vec::with_capacity(dimensions),
+                        );
+                        for (((_, bytes), out), norm) in part
+                            .iter()
+                            .zip(codes.chunks_exact_mut(dimensions))
+                            .zip(norms.iter_mut())
+                        {
+                            row.clear();
+                            row.extend(bytes.chunks_exact(4).map(value));
+                            *norm = codes_of(&row, &mut scratch);
+                            out.copy_from_slice(&scratch);
+                        }
+                    });
+                }
+            });
+            for (((doc, _), codes), &norm) in
+                work.iter().zip(codes.chunks_exact(dimensions)).zip(&norms)
+            {
+                self.vectors.store_codes(*doc, codes, norm);
+            }
+            return;
+        }
         // One row at a time through reused buffers: no copy of the whole buffer as `f32`s.
         let (mut row, mut codes) = (
             Vec::with_capacity(dimensions),
             Vec::with_capacity(dimensions),
         );
-        for (doc, bytes) in docs.into_iter().zip(vectors.chunks_exact(4 * dimensions)) {
-            if let Some(doc) = doc {
-                row.clear();
-                row.extend(bytes.chunks_exact(4).map(value));
-                self.vectors.set_with(doc, &row, &mut codes);
-            }
+        for (doc, bytes) in work {
+            row.clear();
+            row.extend(bytes.chunks_exact(4).map(value));
+            self.vectors.set_with(doc, &row, &mut codes);
         }
-        Ok(())
     }
 
     /// Drops the vectors of `keys` (unknown keys and keys without a vector are ignored).

@@ -137,6 +137,34 @@ impl PySearchIndex {
         })
     }
 
+    /// Attaches `rows` (one bytes-like little-endian float32 vector of `dimensions` values per
+    /// key: `set_vectors` without joining the rows into one buffer first); `ValueError` for a
+    /// count or length that does not match, another dimensionality or a non-finite value.
+    #[pyo3(signature = (keys, rows, dimensions))]
+    fn set_vector_rows(
+        &self,
+        py: Python<'_>,
+        keys: Vec<Bound<'_, PyString>>,
+        rows: Vec<Bound<'_, PyAny>>,
+        dimensions: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        guard(|| {
+            let dimensions = saturating_i64(dimensions)?;
+            let dimensions = usize::try_from(dimensions).map_err(|_| {
+                value_error(crate::Error::new(format!(
+                    "vector dimensions must not be negative, got {dimensions}"
+                )))
+            })?;
+            let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
+            let rows = rows
+                .iter()
+                .map(buffer_bytes)
+                .collect::<PyResult<Vec<_>>>()?;
+            py.detach(|| self.write().set_vector_rows(&keys, &rows, dimensions))
+                .map_err(value_error)
+        })
+    }
+
     /// Drops the vectors of `keys` (unknown keys are ignored).
     fn drop_vectors(&self, py: Python<'_>, keys: Vec<Bound<'_, PyString>>) -> PyResult<()> {
         guard(|| {
@@ -274,7 +302,9 @@ type HybridTuple = Option<(bool, f32, f32, Option<f32>, f32, f32, f32)>;
 /// The bytes of a bytes-like object (`bytes` without a copy; anything else with the buffer
 /// protocol, e.g. `array('f')`, through `memoryview(value).tobytes()`); other values raise
 /// `TypeError`.
-fn buffer_bytes<'a>(value: &'a Bound<'_, PyAny>) -> PyResult<std::borrow::Cow<'a, [u8]>> {
+pub(super) fn buffer_bytes<'a>(
+    value: &'a Bound<'_, PyAny>,
+) -> PyResult<std::borrow::Cow<'a, [u8]>> {
     if let Ok(bytes) = value.cast::<PyBytes>() {
         return Ok(std::borrow::Cow::Borrowed(bytes.as_bytes()));
     }

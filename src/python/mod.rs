@@ -1,13 +1,14 @@
 //! The `pydantic_ai_toolproxy._core` extension module: conversions and error mapping only.
 
 mod convert;
+mod embedding;
 mod fingerprint;
 mod index;
 mod schema;
 
 use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::{names, page};
 use convert::{guard, saturating_i64, text, value_error};
@@ -131,6 +132,23 @@ fn schema_fingerprints<'py>(values: &Bound<'py, PyList>) -> PyResult<(Bound<'py,
     guard(|| Ok(fingerprint::fingerprints(values)))
 }
 
+/// `(texts, fingerprints)` of index records: each one's hybrid-search embedding text and its
+/// 16-byte `BLAKE2b`, `None` in both where the Python recipe must do it. See `embedding.rs`.
+#[pyfunction]
+fn embedding_fingerprints<'py>(
+    py: Python<'py>,
+    records: &Bound<'py, PyAny>,
+    tails: &Bound<'py, PyDict>,
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+    guard(|| embedding::fingerprints(py, records, tails))
+}
+
+/// Positions of the float32 vector rows holding a NaN or an infinity.
+#[pyfunction]
+fn nonfinite_rows(py: Python<'_>, rows: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
+    guard(|| embedding::nonfinite_rows(py, &rows))
+}
+
 /// Panics with `message` inside the guard every entry point uses: for tests that a core panic
 /// surfaces as `RuntimeError` (not as pyo3's `PanicException`, a `BaseException`). Only in
 /// builds with the `test-hooks` feature (`scripts/bootstrap`'s development build), never in a
@@ -162,6 +180,8 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_page, module)?)?;
     module.add_function(wrap_pyfunction!(schema_fingerprints, module)?)?;
     module.add("MAX_FINGERPRINT_NODES", fingerprint::MAX_FINGERPRINT_NODES)?;
+    module.add_function(wrap_pyfunction!(embedding_fingerprints, module)?)?;
+    module.add_function(wrap_pyfunction!(nonfinite_rows, module)?)?;
     #[cfg(feature = "test-hooks")]
     module.add_function(wrap_pyfunction!(_panic_for_tests, module)?)?;
     module.add_class::<index::PySearchIndex>()?;
