@@ -25,6 +25,8 @@ __all__ = [
     'SearchIndex',
     '__version__',
     'canonical_name',
+    'embedding_fingerprints',
+    'nonfinite_rows',
     'plan_page',
     'schema_fingerprints',
     'split_canonical_name',
