@@ -38,8 +38,9 @@ MAX_WAIT_SECONDS = 600.0
 class ToolProxyConfig:
     """Names of the two control tools and the limits of discovery.
 
-    Use it when the default control names collide with tools of your own, or to change how many
-    results and how many bytes one search page may hold. Omit it to get the defaults.
+    Use it when the default control names collide with tools of your own, to change how many
+    results and how many bytes one search page may hold, or to turn on hybrid search (`embedder` and the
+    fields after it; docs/hybrid-search.md). Omit it to get the defaults.
 
     Attributes:
         search_name: Name of the discovery control (default `search_proxy_tools`). Must be a valid
@@ -73,8 +74,8 @@ class ToolProxyConfig:
             an embedder error: one logged warning, the tools without a vector rank by keywords alone, retried later.
 
     Raises:
-        ValueError: at construction, naming the offending field and value (rules live in the Rust core,
-            `_core.validate_config`).
+        ValueError: at construction, naming the offending field and value (the control and page rules live in
+            the Rust core, `_core.validate_config`; the hybrid fields are checked here).
     """
 
     search_name: str = 'search_proxy_tools'
