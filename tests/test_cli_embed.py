@@ -191,6 +191,19 @@ def test_bad_embedders_exit_2_naming_the_problem(embedder: str, needle: str) -> 
     assert 'Traceback' not in proc.stderr
 
 
+def test_a_one_word_module_that_reads_as_a_provider_gets_the_file_form(tmp_path: Path) -> None:
+    """`--embedder myembed:ok` with ./myembed.py beside it reads as provider 'myembed': the error says how to
+    name the file instead (`./myembed.py:ok`), which then loads."""
+    (tmp_path / 'myembed.py').write_text(
+        f'import sys\nsys.path.insert(0, {str(ROOT / "tests")!r})\nfrom cli_embedders import bag as ok\n'
+    )
+    sources = ['-s', f'{ROOT / EMBEDDERS}:tool_groups']
+    proc = toolproxy('--embedder', 'myembed:ok', *sources, 'inspect', cwd=tmp_path)
+    assert proc.returncode == 2 and 'to load myembed.py, write ./myembed.py:ok' in proc.stderr, proc.stderr
+    fixed = toolproxy('--embedder', './myembed.py:ok', *sources, 'inspect', cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+
+
 def test_a_factory_and_a_dotted_module_load_like_sources(tmp_path: Path) -> None:
     factory = json_of(
         toolproxy('--embedder', f'{EMBEDDERS}:make_bag', *SOURCES, 'embed', '--json', cache=tmp_path / 'a')

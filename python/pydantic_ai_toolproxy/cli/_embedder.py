@@ -91,4 +91,11 @@ async def resolve_embedder(spec: EmbedderSpec) -> Any:
     try:
         return infer_embedding_model(value)
     except Exception as exc:
-        raise SourceError(f'{label}: cannot use the embedding model {value!r}: {type(exc).__name__}: {exc}') from exc
+        hint = ''
+        module = value.split(':', 1)[0]
+        if 'Unknown' in str(exc) and (spec.base_dir / f'{module}.py').is_file():
+            # A one-word module reads as a provider (see the module docs): say how to name the file.
+            hint = f'; to load {module}.py, write ./{value.replace(":", ".py:", 1)}'
+        raise SourceError(
+            f'{label}: cannot use the embedding model {value!r}: {type(exc).__name__}: {exc}{hint}'
+        ) from exc
