@@ -191,8 +191,8 @@ def test_toolproxy_embed_gives_up_on_a_hung_embedder(embedder: str, tmp_path: Pa
     assert 'tools     7 tool texts: 0 embedded, 0 from the cache, 0 cut to the input limit, 7 failed' in proc.stdout
     assert proc.stderr.endswith(
         'toolproxy: error: the embedder failed, 7 tools left without a vector: '
-        "EmbedderTimeout('embed_documents of 7 texts gave no answer within 0.5 s') (raise embedding_timeout in the "
-        "config file's [discovery] if the embedder is only slow)\n"
+        "EmbedderTimeout('embed_documents of 7 texts gave no answer within 0.5 s') (raise --embedding-timeout, or "
+        "embedding_timeout in the config file's [discovery], if the embedder is only slow)\n"
     ), proc.stderr
     doc = json_of(toolproxy('--config', str(config), 'embed', '--json', cache=cache))
     assert doc['failed'] == 7 and 'gave no answer within 0.5 s' in doc['error']
@@ -202,6 +202,34 @@ def test_toolproxy_embed_gives_up_on_a_hung_embedder(embedder: str, tmp_path: Pa
     assert json.loads(search.stdout) == json_of(toolproxy(*SOURCES, 'search', 'note', '--json'))  # keyword page
     assert search.stderr.count('gave no answer within 0.5 s') == 1, search.stderr  # not asked again at once
     assert time.monotonic() - started < 60
+
+
+def test_the_embedder_time_bounds_can_be_set_on_the_command_line(tmp_path: Path) -> None:
+    """`--embedding-timeout` (and `--embedding-wait`, `--query-timeout`) set the bounds without a config file; a
+    value out of range is refused naming the field (exit 2)."""
+    started = time.monotonic()
+    proc = toolproxy(
+        '--embedder', f'{EMBEDDERS}:hanging', '--embedding-timeout', '0.5', *SOURCES, 'embed', cache=tmp_path / 'c'
+    )
+    assert time.monotonic() - started < 60
+    assert proc.returncode == 1 and 'gave no answer within 0.5 s' in proc.stderr, proc.stderr
+    bounded = toolproxy(
+        '--embedder',
+        f'{EMBEDDERS}:bag',
+        '--embedding-wait',
+        '2',
+        '--query-timeout',
+        '3',
+        *SOURCES,
+        'search',
+        'note',
+        '--json',
+    )
+    assert bounded.returncode == 0, bounded.stderr
+    for flag in ('--embedding-timeout', '--embedding-wait', '--query-timeout'):
+        bad = toolproxy('--embedder', f'{EMBEDDERS}:bag', flag, '700', *SOURCES, 'inspect')
+        field = flag.removeprefix('--').replace('-', '_')
+        assert bad.returncode == 2 and field in bad.stderr and 'Traceback' not in bad.stderr, bad.stderr
 
 
 # --- a cache of another dimensionality ---------------------------------------------------------------------------

@@ -160,6 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     cfg.add_argument(
         '--embedding-cache', metavar='PATH', help='the embedding cache file (off: memory only; default: see below)'
     )
+    cfg.add_argument(
+        '--embedding-timeout', type=_number, metavar='S', help='bound of one embedder call for tool texts, s (60)'
+    )
+    cfg.add_argument('--embedding-wait', type=_number, metavar='S', help='how long a search waits for vectors, s (5)')
+    cfg.add_argument('--query-timeout', type=_number, metavar='S', help="bound of a query's embedding, s (5)")
     parser.add_argument('--json', action='store_true', default=argparse.SUPPRESS, help='print JSON for machines')
 
     commands = parser.add_subparsers(dest='command', metavar='COMMAND')
@@ -200,4 +205,7 @@ def config_overrides(ns: argparse.Namespace) -> dict[str, Any]:
         'embedder': ns.embedder,
         'semantic_weight': ns.semantic_weight,
         'embedding_cache': ns.embedding_cache,
+        'embedding_timeout': ns.embedding_timeout,
+        'embedding_wait': ns.embedding_wait,
+        'query_timeout': ns.query_timeout,
     }

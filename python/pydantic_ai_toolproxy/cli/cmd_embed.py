@@ -27,7 +27,9 @@ NO_EMBEDDER = (
 )
 
 
-TIMEOUT_HINT = " (raise embedding_timeout in the config file's [discovery] if the embedder is only slow)"
+TIMEOUT_HINT = (
+    " (raise --embedding-timeout, or embedding_timeout in the config file's [discovery], if the embedder is only slow)"
+)
 
 
 def usage_fields(usage: Any) -> dict[str, Any]:
