@@ -123,12 +123,7 @@ impl PySearchIndex {
         dimensions: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         guard(|| {
-            let dimensions = saturating_i64(dimensions)?;
-            let dimensions = usize::try_from(dimensions).map_err(|_| {
-                value_error(crate::Error::new(format!(
-                    "vector dimensions must not be negative, got {dimensions}"
-                )))
-            })?;
+            let dimensions = vector_dimensions(dimensions)?;
             let keys = owned_texts(&keys);
             let bytes = buffer_bytes(vectors)?;
             let bytes: &[u8] = &bytes;
@@ -149,12 +144,7 @@ impl PySearchIndex {
         dimensions: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         guard(|| {
-            let dimensions = saturating_i64(dimensions)?;
-            let dimensions = usize::try_from(dimensions).map_err(|_| {
-                value_error(crate::Error::new(format!(
-                    "vector dimensions must not be negative, got {dimensions}"
-                )))
-            })?;
+            let dimensions = vector_dimensions(dimensions)?;
             let keys: Vec<String> = keys.iter().map(|key| text(key).into_owned()).collect();
             let rows = rows
                 .iter()
@@ -403,5 +393,20 @@ impl PySearchIndex {
                 .map(|groups| groups.iter().map(String::as_str).collect());
             body(&self.read(), names.as_deref())
         })
+    }
+}
+
+/// A vector dimensionality given from Python (`set_vectors`, `set_vector_rows`): a negative one, or one
+/// past what `usize` holds, is a `ValueError` naming the value as given (the core checks the range
+/// of the rest).
+fn vector_dimensions(dimensions: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let given = saturating_i64(dimensions)?;
+    match usize::try_from(given) {
+        Ok(dimensions) if given != i64::MAX => Ok(dimensions),
+        _ => Err(value_error(crate::Error::new(format!(
+            "vector dimensions must be between 1 and {}, got {}",
+            crate::index::MAX_DIMENSIONS,
+            dimensions.str()?
+        )))),
     }
 }
