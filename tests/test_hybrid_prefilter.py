@@ -1,6 +1,7 @@
 """Hostile checks of the vector prefilter and the fusion in `_core.SearchIndex` above `PREFILTER_POOL` (3,072)
 vectors: `explain_hybrid` against `search_hybrid`, pages and `total`, group filters, drops/compaction, insertion
-order, the portable code paths against the SIMD ones (a subprocess with `TOOLPROXY_PORTABLE_SIMD=1`), threads, odd
+order, the portable and AVX2 code paths against the widest ones (subprocesses with `TOOLPROXY_PORTABLE_SIMD=1` and
+`=avx2`), threads, odd
 dimensionalities and magnitudes, and the keyword scores the hybrid computes against `explain`'s.
 """
 
@@ -122,9 +123,9 @@ def test_the_portable_code_paths_rank_byte_identically_to_the_simd_ones() -> Non
     env.pop('TOOLPROXY_PORTABLE_SIMD', None)
     runs = [
         subprocess.run([sys.executable, '-c', SCRIPT], env=extra, capture_output=True, check=True, timeout=120).stdout
-        for extra in (env, {**env, 'TOOLPROXY_PORTABLE_SIMD': '1'})
+        for extra in (env, {**env, 'TOOLPROXY_PORTABLE_SIMD': '1'}, {**env, 'TOOLPROXY_PORTABLE_SIMD': 'avx2'})
     ]
-    assert runs[0] == runs[1]
+    assert runs[0] == runs[1] == runs[2]
     assert runs[0].endswith(b' 72')
 
 

@@ -173,9 +173,11 @@ enum Simd {
 fn simd() -> Simd {
     static SIMD: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
     *SIMD.get_or_init(|| {
-        if std::env::var_os("TOOLPROXY_PORTABLE_SIMD").is_some() {
+        let limit = std::env::var("TOOLPROXY_PORTABLE_SIMD").ok();
+        if limit.as_deref().is_some_and(|limit| limit != "avx2") {
             Simd::None
-        } else if is_x86_feature_detected!("avx512f")
+        } else if limit.is_none()
+            && is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512vbmi")
         {

@@ -9,9 +9,9 @@
 //! tool at 384 dimensions instead of the 384 of the codes: at 100,000 tools the sign planes
 //! (4.8 MB) stay in the CPU's last-level cache, where the codes (38 MB) do not.
 //!
-//! Two implementations compute the same integers: a byte lookup table per query (portable) and
-//! `AVX-512BW` (a masked blend of `u` and `254 - u` by the sign bits, summed by `vpsadbw`), chosen
-//! at run time (`TOOLPROXY_PORTABLE_SIMD=1` forces the portable one, for tests).
+//! Three implementations compute the same integers: a byte lookup table per query (portable),
+//! AVX2 and `AVX-512BW` (a blend of `u` and `254 - u` by the sign bits, summed by `vpsadbw`), chosen
+//! at run time (`TOOLPROXY_PORTABLE_SIMD=1` forces the portable one, `=avx2` stops at AVX2).
 //!
 //! The pool ([`pool`]): the selected slots whose distance is at most the distance bucket that
 //! completes `size` slots, in slot order, so at least `size` (all when fewer are selected) and
@@ -60,13 +60,71 @@ pub(super) fn distances(query: &ScanQuery, signs: &[u64], out: &mut [u32]) {
     debug_assert_eq!(signs.len(), out.len() * query.words());
     #[cfg(target_arch = "x86_64")]
     {
-        if use_avx512() {
-            // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked at run time).
-            unsafe { distances_avx512(query, signs, out) };
-            return;
+        match simd() {
+            Simd::Avx512 => {
+                // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked at run time).
+                unsafe { distances_avx512(query, signs, out) };
+                return;
+            }
+            Simd::Avx2 => {
+                // SAFETY: the CPU supports AVX2 (checked at run time).
+                unsafe { distances_avx2(query, signs, out) };
+                return;
+            }
+            Simd::None => {}
         }
     }
     distances_portable(query, signs, out);
+}
+
+/// [`distances`] by AVX2: each 32 sign bits spread to 32 byte masks (a broadcast, `vpshufb`, a
+/// bit test), `u` or `254 - u` picked by `vpblendvb`, summed by `vpsadbw`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn distances_avx2(query: &ScanQuery, signs: &[u64], out: &mut [u32]) {
+    use std::arch::x86_64::{
+        __m256i, _mm256_add_epi64, _mm256_and_si256, _mm256_blendv_epi8, _mm256_castsi256_si128,
+        _mm256_cmpeq_epi8, _mm256_extracti128_si256, _mm256_loadu_si256, _mm256_sad_epu8,
+        _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi8, _mm256_setzero_si256,
+        _mm256_shuffle_epi8, _mm_add_epi64, _mm_cvtsi128_si64, _mm_unpackhi_epi64,
+    };
+    let words = query.words();
+    if words == 0 {
+        return;
+    }
+    let load = |bytes: &[u8], chunk: usize| -> __m256i {
+        let part = &bytes[32 * chunk..32 * chunk + 32];
+        // SAFETY: `part` holds 32 bytes; the load is unaligned.
+        unsafe { _mm256_loadu_si256(part.as_ptr().cast()) }
+    };
+    // Output byte `k` takes byte `k / 8` of the broadcast 32 bits (bytes 0-1 in the low lane, 2-3
+    // in the high one: `vpshufb` works within 128-bit lanes), then tests bit `k % 8`.
+    let spread = _mm256_setr_epi8(
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3,
+        3, 3,
+    );
+    let bits = _mm256_set1_epi64x(0x8040_2010_0804_0201_u64 as i64);
+    let zero = _mm256_setzero_si256();
+    for (row, out) in signs.chunks_exact(words).zip(out) {
+        let mut sums = zero;
+        for (w, &word) in row.iter().enumerate() {
+            for half in 0..2 {
+                let chunk = 2 * w + half;
+                let broadcast = _mm256_set1_epi32((word >> (32 * half)) as u32 as i32);
+                let spread = _mm256_shuffle_epi8(broadcast, spread);
+                let set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bits), bits);
+                let picked =
+                    _mm256_blendv_epi8(load(&query.down, chunk), load(&query.up, chunk), set);
+                sums = _mm256_add_epi64(sums, _mm256_sad_epu8(picked, zero));
+            }
+        }
+        let halves = _mm_add_epi64(
+            _mm256_castsi256_si128(sums),
+            _mm256_extracti128_si256::<1>(sums),
+        );
+        let total = _mm_add_epi64(halves, _mm_unpackhi_epi64(halves, halves));
+        *out = _mm_cvtsi128_si64(total) as u32;
+    }
 }
 
 /// [`distances`] by a table of the 256 sign bytes' sums per byte position of the plane.
@@ -168,12 +226,33 @@ fn distances_avx512_of<const W: usize>(query: &ScanQuery, signs: &[u64], out: &m
 }
 
 #[cfg(target_arch = "x86_64")]
-fn use_avx512() -> bool {
-    static AVX512: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *AVX512.get_or_init(|| {
-        std::env::var_os("TOOLPROXY_PORTABLE_SIMD").is_none()
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Simd {
+    Avx512,
+    Avx2,
+    None,
+}
+
+/// The widest scan the CPU runs: `TOOLPROXY_PORTABLE_SIMD=1` forces the portable one and
+/// `TOOLPROXY_PORTABLE_SIMD=avx2` stops at AVX2 (tests, and timing what a CPU without AVX-512
+/// gets).
+#[cfg(target_arch = "x86_64")]
+fn simd() -> Simd {
+    static SIMD: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+    *SIMD.get_or_init(|| {
+        let limit = std::env::var("TOOLPROXY_PORTABLE_SIMD").ok();
+        if limit.as_deref().is_some_and(|limit| limit != "avx2") {
+            Simd::None
+        } else if limit.is_none()
             && is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx512bw")
+        {
+            Simd::Avx512
+        } else if is_x86_feature_detected!("avx2") {
+            Simd::Avx2
+        } else {
+            Simd::None
+        }
     })
 }
 
@@ -282,6 +361,13 @@ mod tests {
             let mut dispatched = vec![0u32; 53];
             distances(&query, &signs, &mut dispatched);
             assert_eq!(dispatched, expected, "{dimensions}");
+            #[cfg(target_arch = "x86_64")]
+            if is_x86_feature_detected!("avx2") {
+                let mut avx2 = vec![0u32; 53];
+                // SAFETY: checked just above.
+                unsafe { distances_avx2(&query, &signs, &mut avx2) };
+                assert_eq!(avx2, expected, "{dimensions}");
+            }
             #[cfg(target_arch = "x86_64")]
             if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
                 let mut wide = vec![0u32; 53];
