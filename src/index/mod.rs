@@ -48,6 +48,8 @@ mod record;
 mod record_tokens;
 mod schema_text;
 mod scorer;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod storage;
 mod vector_codes;
 mod vector_dots;

@@ -8,6 +8,8 @@
 //! by a byte mask) and multiplies them with `vpmaddwd`. Chosen at run time;
 //! `TOOLPROXY_PORTABLE_SIMD=1` forces the portable loop, for tests.
 
+#[cfg(target_arch = "x86_64")]
+use super::simd::{simd, Simd};
 use super::vector_codes::{self, padded};
 
 /// The stored codes of every slot at one dimensionality: `words` sign words and `bytes` bytes of
@@ -144,7 +146,7 @@ fn prefetch(planes: Planes<'_>, slot: usize) {
 pub(super) fn dots(query: &[i16], planes: Planes<'_>, slots: &[u32], out: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
     {
-        match simd() {
+        match simd(true) {
             Simd::Avx512 => {
                 // SAFETY: the CPU supports AVX-512F, BW and VBMI (checked at run time).
                 unsafe { dots_avx512(query, planes, slots, out) };
@@ -159,33 +161,4 @@ pub(super) fn dots(query: &[i16], planes: Planes<'_>, slots: &[u32], out: &mut [
         }
     }
     dots_portable(query, planes, slots, out);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Simd {
-    Avx512,
-    Avx2,
-    None,
-}
-
-#[cfg(target_arch = "x86_64")]
-fn simd() -> Simd {
-    static SIMD: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
-    *SIMD.get_or_init(|| {
-        let limit = std::env::var("TOOLPROXY_PORTABLE_SIMD").ok();
-        if limit.as_deref().is_some_and(|limit| limit != "avx2") {
-            Simd::None
-        } else if limit.is_none()
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-            && is_x86_feature_detected!("avx512vbmi")
-        {
-            Simd::Avx512
-        } else if is_x86_feature_detected!("avx2") {
-            Simd::Avx2
-        } else {
-            Simd::None
-        }
-    })
 }

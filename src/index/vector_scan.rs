@@ -18,6 +18,8 @@
 //! deterministic for equal inputs. The pool size is chosen on real all-MiniLM-L6-v2 vectors of
 //! the BFCL tools replicated to 100,000 (`bench_hybrid.rs`): see [`super::vectors::PREFILTER_POOL`].
 
+#[cfg(target_arch = "x86_64")]
+use super::simd::{simd, Simd};
 use super::vector_codes::sign_words;
 
 /// The largest query byte: `u` is in `0..=PEAK` and a padded dimension holds `PEAK` (its sign is
@@ -60,7 +62,7 @@ pub(super) fn distances(query: &ScanQuery, signs: &[u64], out: &mut [u32]) {
     debug_assert_eq!(signs.len(), out.len() * query.words());
     #[cfg(target_arch = "x86_64")]
     {
-        match simd() {
+        match simd(false) {
             Simd::Avx512 => {
                 // SAFETY: the CPU supports AVX-512F and AVX-512BW (checked at run time).
                 unsafe { distances_avx512(query, signs, out) };
@@ -223,37 +225,6 @@ fn distances_avx512_of<const W: usize>(query: &ScanQuery, signs: &[u64], out: &m
         }
         *out = _mm512_reduce_add_epi64(sums) as u32;
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Simd {
-    Avx512,
-    Avx2,
-    None,
-}
-
-/// The widest scan the CPU runs: `TOOLPROXY_PORTABLE_SIMD=1` forces the portable one and
-/// `TOOLPROXY_PORTABLE_SIMD=avx2` stops at AVX2 (tests, and timing what a CPU without AVX-512
-/// gets).
-#[cfg(target_arch = "x86_64")]
-fn simd() -> Simd {
-    static SIMD: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
-    *SIMD.get_or_init(|| {
-        let limit = std::env::var("TOOLPROXY_PORTABLE_SIMD").ok();
-        if limit.as_deref().is_some_and(|limit| limit != "avx2") {
-            Simd::None
-        } else if limit.is_none()
-            && is_x86_feature_detected!("avx512f")
-            && is_x86_feature_detected!("avx512bw")
-        {
-            Simd::Avx512
-        } else if is_x86_feature_detected!("avx2") {
-            Simd::Avx2
-        } else {
-            Simd::None
-        }
-    })
 }
 
 /// The slots to rerank: the `selected` slots (`None`: every slot) whose distance is within the
