@@ -9,7 +9,7 @@ natural-language BFCL questions:
   against Pydantic AI's own per-step tool preparation, index memory, GIL release, request bytes;
 - a13n-harness 0.21 ToolSearch ranking (`a13n_harness.toolsets.tool_search._search_matches`, which rebuilds
   its directory and re-tokenizes every definition per search);
-- Pydantic AI's local tool-search fallback (`pydantic_ai.toolsets._tool_search.keywords_search_fn`);
+- Pydantic AI's local tool-search fallback (`pydantic_ai.capabilities.keywords_search`);
 - bm25s (BM25 over name + description + parameter names);
 - interleaved tenants (`bench/tenants.py`): one proxy over a per-deps source (3,000 tools a tenant), concurrent runs
   against the same runs one after another, with the index changes each made;
@@ -265,7 +265,7 @@ def a13n_reference(fns: Sequence[Fn]) -> Callable[[str], Any] | None:
 
 
 def pydantic_ai_reference(fns: Sequence[Fn]) -> Callable[[str], Any]:
-    from pydantic_ai.toolsets._tool_search import keywords_search_fn
+    from pydantic_ai_toolproxy._private import keywords_search
 
     defs = [
         ToolDefinition(
@@ -275,7 +275,7 @@ def pydantic_ai_reference(fns: Sequence[Fn]) -> Callable[[str], Any]:
     ]
 
     def search(query: str) -> Any:
-        return keywords_search_fn(None, [query], defs)[:10]  # type: ignore[arg-type]
+        return keywords_search(None, [query], defs)[:10]  # type: ignore[arg-type]
 
     return search
 

@@ -17,7 +17,7 @@ unique). ``rank_many`` (where present) ranks a batch of queries at once.
   (``a13n_harness.toolsets.tool_search._search_matches``) over the same groups, with the grouped names
   its ``_GroupedToolset`` gives tools.
 * :class:`PydanticAIKeywordsRanker` - Pydantic AI's local tool-search fallback
-  (``pydantic_ai.toolsets._tool_search.keywords_search_fn``: keyword overlap over name + description). Tools
+  (``pydantic_ai.capabilities.keywords_search``: keyword overlap over name + description). Tools
   are named by their local names where those are unique in the corpus (BFCL), else by ``group__tool``.
 * :class:`Bm25sRanker` - ``bm25s`` with its defaults (Lucene BM25, k1=1.5, b=0.75, its English stopwords
   and tokenizer) over ``name + description + JSON of the parameters schema``; with ``group_descriptions``
@@ -260,9 +260,9 @@ class PydanticAIKeywordsRanker(_Local):
 
     def rank_keys(self, query: str, k: int) -> list[str]:
         """Return at most `k` canonical names, best first."""
-        from pydantic_ai.toolsets._tool_search import keywords_search_fn
+        from pydantic_ai_toolproxy._private import keywords_search
 
-        names = keywords_search_fn(None, [query], self._definitions)[:k]  # type: ignore[arg-type]  # ctx is unused
+        names = keywords_search(None, [query], self._definitions)[:k]  # type: ignore[arg-type]  # ctx is unused
         return [self._key[name] for name in names]
 
 

@@ -22,9 +22,9 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
-from pydantic_ai.toolsets._dynamic import DynamicToolset
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from pydantic_ai_toolproxy._private import DynamicToolset
 
 SEARCH = 'search_proxy_tools'
 

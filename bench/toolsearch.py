@@ -6,7 +6,7 @@ Every question is searched through real `Agent` runs: a `FunctionModel` answers 
 `search_tools` call per question (`{"queries": [question]}`, 50 questions a run, so nothing is discovered yet
 when they search) and ends the run on the next; each call's discovered names are read back from the run's
 messages. Both rows use `ToolSearch(strategy=..., max_results=10)` over the same deferred tools: Pydantic AI's
-keyword overlap (`keywords_search_fn`, what `strategy='keywords'` runs) and this package's `search_strategy()`.
+keyword overlap (`keywords_search`, what `strategy='keywords'` runs) and this package's `search_strategy()`.
 
 * 1,000 tools: the first 1,000 BFCL tools (`bench/corpus.py` order) and the questions whose expected tools are all
   among them.
@@ -154,22 +154,21 @@ def first_ranks(strategy: Any, tools: Sequence[Tool], questions: Sequence[Questi
 
 def measure(n: int) -> tuple[int, list[Row]]:
     """Both rows at `n` deferred tools; returns the number of questions and the rows."""
-    from pydantic_ai.toolsets._tool_search import keywords_search_fn
-
     from pydantic_ai_toolproxy import search_strategy
+    from pydantic_ai_toolproxy._private import keywords_search
 
     tools = deferred_tools(n)
     questions = questions_for(tools)
     rows = []
     for label, fn in (
-        ("Pydantic AI ToolSearch(strategy='keywords')", keywords_search_fn),
+        ("Pydantic AI ToolSearch(strategy='keywords')", keywords_search),
         ('ToolSearch(strategy=search_strategy())', search_strategy(max_results=10)),
     ):
         timed = Timed(fn)
         ranks = first_ranks(timed, tools, questions)
         first = None
         seconds = timed.seconds
-        if fn is not keywords_search_fn:
+        if fn is not keywords_search:
             first, seconds = seconds[0], seconds[1:]
         rows.append(Row(label, ranks, seconds, first))
     return len(questions), rows

@@ -4,12 +4,15 @@ No SDK on the server side: responses are written as literal JSON-RPC lines, so t
 well-behaved SDK would emit: duplicate object keys, `NaN`/`Infinity` literals, a 1 MB description, a
 `$ref` cycle, a non-object `inputSchema`, and (with `--deep N`) N-deep nesting. Run it as
 
-    python tests/hostile_mcp_server.py [--deep N] [--bad-name] [--on-list exit|hang] [--lists-before-fail N]
-        [--list-changed-on-call]
+    python tests/hostile_mcp_server.py [--deep N] [--bad-name] [--empty-name] [--on-list exit|hang]
+        [--lists-before-fail N] [--list-changed-on-call] [--on-initialize hang|crash] [--pid-file F]
 
 Every `tools/call` answers `{"content": [{"type": "text", "text": "ran <name>"}]}`. With `--on-list`, the server
 answers `initialize` and then exits, or never answers, at a `tools/list` request (after `--lists-before-fail`
-listings it answered, 0 by default); `--list-changed-on-call` sends `notifications/tools/list_changed` before
+listings it answered, 0 by default); `--on-initialize hang` never answers `initialize` (a deadlocked server),
+`--on-initialize crash` writes a traceback-like block to stderr and exits 1 before answering; `--empty-name` adds a
+tool named `""` (the MCP SDK accepts it); `--pid-file F` appends the server's pid to F at start (tests count the
+starts and check that no server outlives its run); `--list-changed-on-call` sends `notifications/tools/list_changed` before
 answering each `tools/call` (so the client lists the tools again).
 """
 
@@ -22,7 +25,7 @@ import sys
 import time
 
 
-def tools_list_json(deep: int, bad_name: bool) -> str:
+def tools_list_json(deep: int, bad_name: bool, empty_name: bool = False) -> str:
     """The `tools/list` result as raw JSON text (not produced by `json.dumps`, so it can be malformed on purpose)."""
     tools = [
         # Duplicate keys: JSON parsers keep the last one ("b" wins for "name" inside properties, "integer" for type).
@@ -53,6 +56,8 @@ def tools_list_json(deep: int, bad_name: bool) -> str:
         tools.append('{"name": "deep_schema", "description": "Deeply nested", "inputSchema": ' + schema + '}')
     if bad_name:  # rejected by the MCP SDK's own validation of the listing
         tools.append('{"name": 12345, "description": "A number as a name", "inputSchema": {"type": "object"}}')
+    if empty_name:  # accepted by the MCP SDK, refused as a proxy member
+        tools.append('{"name": "", "description": "A tool without a name", "inputSchema": {"type": "object"}}')
     return '{"tools": [' + ', '.join(tools) + ']}'
 
 
@@ -64,9 +69,15 @@ def main() -> None:
     parser.add_argument('--on-list', choices=('exit', 'hang'))
     parser.add_argument('--lists-before-fail', type=int, default=0)
     parser.add_argument('--list-changed-on-call', action='store_true')
+    parser.add_argument('--empty-name', action='store_true')
+    parser.add_argument('--on-initialize', choices=('hang', 'crash'))
+    parser.add_argument('--pid-file')
     args = parser.parse_args()
+    if args.pid_file:
+        with open(args.pid_file, 'a') as f:
+            f.write(f'{os.getpid()}\n')
     listed = 0
-    listing = tools_list_json(args.deep, args.bad_name)
+    listing = tools_list_json(args.deep, args.bad_name, args.empty_name)
     out = sys.stdout
     for line in sys.stdin:
         if not line.strip():
@@ -76,6 +87,13 @@ def main() -> None:
         if 'id' not in message:
             continue  # a notification (e.g. notifications/initialized)
         request_id = json.dumps(message['id'])
+        if method == 'initialize' and args.on_initialize == 'hang':
+            time.sleep(3600)
+        if method == 'initialize' and args.on_initialize == 'crash':
+            sys.stderr.write('starting the hostile server\n' + 'Traceback (most recent call last):\n' * 3)
+            sys.stderr.write('ssl.SSLCertVerificationError: certificate verify failed (hostile test)\n')
+            sys.stderr.flush()
+            sys.exit(1)
         if method == 'initialize':
             version = json.dumps(message.get('params', {}).get('protocolVersion', '2025-06-18'))
             result = (

@@ -53,7 +53,7 @@ async def test_dynamic_toolset_changes_between_steps_and_index_updates_increment
 
         return FunctionToolset([alpha_report] if ctx.run_step <= 1 else [beta_report])
 
-    from pydantic_ai.toolsets._dynamic import DynamicToolset
+    from pydantic_ai_toolproxy._private import DynamicToolset
 
     dynamic = DynamicToolset(toolset_func=tools_for_step, per_run_step=True)
     proxy = ToolProxyCapability(groups={'reports': ToolProxyGroup(source=dynamic, description='Reports')})

@@ -438,7 +438,7 @@ async def test_a_schema_change_keeps_the_vector() -> None:
 
 def tenant_proxy(embedder: Any) -> ToolProxyCapability[str]:
     """One capability whose source lists per-deps catalogues (deps = the tenant's name), as in test_tenants.py."""
-    from pydantic_ai.toolsets._dynamic import DynamicToolset
+    from pydantic_ai_toolproxy._private import DynamicToolset
 
     def catalogue(tenant: str) -> FunctionToolset[str]:
         tools: FunctionToolset[str] = FunctionToolset()

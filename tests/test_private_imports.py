@@ -7,7 +7,10 @@ from pathlib import Path
 
 from pydantic_ai_toolproxy import _private
 
-PACKAGE = Path(__file__).resolve().parent.parent / 'python' / 'pydantic_ai_toolproxy'
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / 'python' / 'pydantic_ai_toolproxy'
+OUTSIDE = [ROOT / 'tests', ROOT / 'tests_harness', ROOT / 'bench', ROOT / 'examples', ROOT / 'scripts']
+"""Code beside the package that imports Pydantic AI too: it goes through `_private` for private names."""
 
 
 def _is_private(module: str) -> bool:
@@ -45,11 +48,36 @@ def test_only_the_list_imports_private_names() -> None:
             )
 
 
+def fallback_imports(source: str) -> set[tuple[str, str]]:
+    """The private imports made only in an `else:` branch (a name only an older Pydantic AI has)."""
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.If) and node.orelse:
+            found |= private_imports(ast.unparse(ast.Module(body=node.orelse, type_ignores=[])))
+    return found
+
+
 def test_each_listed_name_is_documented_and_resolves() -> None:
     doc = _private.__doc__ or ''
-    for _module, name in private_imports((PACKAGE / '_private.py').read_text()):
+    source = (PACKAGE / '_private.py').read_text()
+    fallbacks = fallback_imports(source)
+    for item in private_imports(source):
+        _module, name = item
         assert f'`{name}`' in doc, f'{name} has no reason in the _private docstring'
-        assert getattr(_private, name) is not None
+        if item not in fallbacks:
+            assert getattr(_private, name) is not None
+    assert callable(_private.keywords_search)  # the public name or its fallback
+
+
+def test_tests_benchmarks_and_examples_import_private_names_through_the_list() -> None:
+    for folder in OUTSIDE:
+        for path in sorted(folder.rglob('*.py')):
+            if path.name == 'test_private_imports.py':  # its own checker's sample strings
+                continue
+            found = private_imports(path.read_text())
+            assert not found, (
+                f'{path.relative_to(ROOT)} imports {found} from Pydantic AI directly: use pydantic_ai_toolproxy._private'
+            )
 
 
 def test_the_checker_sees_private_imports() -> None:

@@ -35,12 +35,12 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
-from pydantic_ai.toolsets._dynamic import DynamicToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 from support import CALL, SEARCH, page_of
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
+from pydantic_ai_toolproxy._private import DynamicToolset
 
 HOSTILE_SERVER = Path(__file__).resolve().parent / 'hostile_mcp_server.py'
 

@@ -240,14 +240,15 @@ def test_bfcl_quality_through_tool_search_beats_the_keywords_strategy() -> None:
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'bench'))
-    from pydantic_ai.toolsets._tool_search import keywords_search_fn
     from quality import scores
     from toolsearch import deferred_tools, first_ranks, questions_for
+
+    from pydantic_ai_toolproxy._private import keywords_search
 
     tools = deferred_tools(1_000)
     questions = questions_for(tools)[::10]
     ours = scores(first_ranks(search_strategy(), tools, questions))
-    keywords = scores(first_ranks(keywords_search_fn, tools, questions))
+    keywords = scores(first_ranks(keywords_search, tools, questions))
     assert ours.recall_5 >= 0.85 and ours.mrr_10 >= 0.72, ours
     assert ours.recall_5 >= keywords.recall_5 + 0.3, (ours, keywords)
 

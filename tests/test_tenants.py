@@ -17,12 +17,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.tools import Tool
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
-from pydantic_ai.toolsets._dynamic import DynamicToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from support import CALL, SEARCH, page_of, returns
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, _members
 from pydantic_ai_toolproxy._index_cache import SearchIndexCache
+from pydantic_ai_toolproxy._private import DynamicToolset
 
 TOOLS = 40
 

@@ -19,13 +19,30 @@ tool listing (`first_listing`, bounded by `LISTING_TIMEOUT`): a server whose lis
 rejects, an exit, silence) is a server that did not start. A listing that fails later (the server announced a
 change, then failed to list again) leaves its group out of the rest of that run, with one warning; the other
 groups keep working in both cases.
+
+Server processes: Pydantic AI builds each stdio server's FastMCP `StdioTransport` with `keep_alive` on, which keeps
+the process running after the run (or `async with agent:`) that started it ends, until the interpreter exits, and
+binds it to the event loop that started it (a later `asyncio.run` on the same agent then fails every server). Here
+`keep_alive` is turned off: a server runs while a run (or the host's `async with agent:`) holds it, and stops when
+the last one leaves; concurrent runs share one process. A server's stderr goes to a file of its own
+(`server_log`: a folder the host names, else a private temporary folder), so a server that fails to start is
+reported with the last lines it wrote (`stderr_tail`), not only "Connection closed", and its banners stay off the
+host's terminal.
+
+A listed tool that cannot be a proxy member (a name the MCP SDK accepts but the proxy cannot call, such as `""`,
+or a tool of an unsupported kind) is left out of its group with one warning naming it; the server's other tools
+stay.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import logging
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +54,7 @@ from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset, WrapperToolse
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from . import _core
+from ._members import bad_member_name, unsupported_member
 from .group import ToolProxyGroup
 
 __all__ = (
@@ -46,6 +64,8 @@ __all__ = (
     'first_listing',
     'group_id',
     'mcp_groups',
+    'server_log_path',
+    'stderr_tail',
 )
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
@@ -56,6 +76,75 @@ MAX_GROUP_CHARS = 32
 LISTING_TIMEOUT = 5.0
 """Seconds a server that started may take to answer its first `tools/list` (Pydantic AI's `init_timeout` default
 for the start itself; its 300 s `read_timeout` would hold every run that long)."""
+
+
+STDERR_TAIL_LINES = 12
+"""Most lines of a server's stderr quoted in a start failure's warning."""
+
+STDERR_TAIL_BYTES = 1_500
+"""Most bytes (UTF-8) of a server's stderr quoted in a start failure's warning."""
+
+_private_log_dir: Path | None = None
+
+
+def _log_dir() -> Path:
+    """The private folder for server stderr files of this process (made on first use, removed at exit)."""
+    global _private_log_dir
+    if _private_log_dir is None:
+        folder = Path(tempfile.mkdtemp(prefix='toolproxy-mcp-'))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _private_log_dir = folder
+    return _private_log_dir
+
+
+def server_log_path(server: str, server_log: str | os.PathLike[str] | None) -> Path:
+    """Where the stderr of the MCP server named `server` goes: `<server_log>/<group id>.log` (appended to), or a file
+    in a private temporary folder of this process (removed at exit) when `server_log` is None."""
+    folder = Path(os.path.expanduser(os.fspath(server_log))) if server_log is not None else _log_dir()
+    return folder / f'{group_id(server)}.log'
+
+
+def stderr_tail(path: Path | None, offset: int = 0) -> str:
+    """The last lines a server wrote to its stderr file `path` from byte `offset` on: at most `STDERR_TAIL_LINES`
+    lines and `STDERR_TAIL_BYTES` bytes, joined with ` | `; '' when there are none or the file cannot be read."""
+    if path is None:
+        return ''
+    try:
+        with path.open('rb') as f:
+            size = f.seek(0, os.SEEK_END)
+            start = max(offset, size - 4 * STDERR_TAIL_BYTES)
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return ''
+    lines = [line.strip() for line in data.decode('utf-8', 'replace').splitlines() if line.strip()]
+    text = ' | '.join(lines[-STDERR_TAIL_LINES:])
+    encoded = text.encode()
+    if len(encoded) > STDERR_TAIL_BYTES:
+        text = '...' + encoded[-(STDERR_TAIL_BYTES - 3) :].decode('utf-8', 'ignore')
+    return text
+
+
+def _log_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def prepare_transport(toolset: Any, server: str, server_log: str | os.PathLike[str] | None) -> Path | None:
+    """Turn `keep_alive` off on a stdio `MCPToolset`'s transport and send its stderr to `server_log_path`: the
+    server stops when the last run holding it leaves (see the module docstring). Returns the stderr file (None for
+    a server that is no stdio process)."""
+    client = getattr(toolset, 'client', None)
+    transport = getattr(client, 'transport', None)
+    if transport is None or not hasattr(transport, 'keep_alive') or not hasattr(transport, 'log_file'):
+        return None
+    transport.keep_alive = False
+    path = server_log_path(server, server_log)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    transport.log_file = path
+    return path
 
 
 def group_id(server: str) -> str:
@@ -118,9 +207,20 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     """
 
     server: str = ''
+    stderr_path: Path | None = None
+    """The file the server's stderr goes to (`prepare_transport`), None when it is no stdio process."""
+    private_log: bool = True
+    """Whether `stderr_path` is in the process's private folder (emptied before each fresh start)."""
     start_error: Exception | None = field(default=None, init=False, repr=False, compare=False)
+    start_failure: str = field(default='', init=False, repr=False, compare=False)
+    listed: int = field(default=0, init=False, repr=False, compare=False)
+    """How many tools the server listed at its last start (`first_listing`)."""
+    """`start_error` as reported: `MCP server 'x' did not start (...)`, with the server's last stderr lines."""
     _entered: int = field(default=0, init=False, repr=False, compare=False)
     """Entries of this copy that started the server and are not exited yet (entries nest, exits come in reverse)."""
+    _left_out: set[str] = field(default_factory=set, repr=False, compare=False)
+    """Names of listed tools already warned about as unusable (one warning each per server: the runs' copies share
+    the set)."""
 
     @property
     def id(self) -> str | None:
@@ -134,36 +234,60 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         return replace(self, wrapped=await self.wrapped.for_run(ctx))
 
     async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def start(self, *, warn: bool = True) -> bool:
+        """Enter the server (start it unless a run holds it already) and list its tools once (`first_listing`).
+
+        Returns False when that failed: nothing stays entered, `start_error` holds the exception and
+        `start_failure` the text (with the server's last stderr lines), logged as a warning when `warn`.
+        Cancellation propagates (the entry undone first).
+        """
+        offset = self._log_offset()
         try:
             await self.wrapped.__aenter__()
         except Exception as exc:  # the server's own failure: this run goes on without its group
-            self._failed(exc, 'did not start', 'this run')
-            return self
+            self._failed(exc, 'did not start', 'this run', offset, warn)
+            return False
         try:
-            await first_listing(self.wrapped)
+            self.listed = len(await first_listing(self.wrapped))
         except BaseException as exc:
             # Undo the entry (the server stops unless another run uses it), also when the run is being cancelled.
             with anyio.CancelScope(shield=True):
                 await self.wrapped.__aexit__(None, None, None)
             if not isinstance(exc, Exception):
                 raise
-            self._failed(exc, 'did not start', 'this run')
-            return self
+            self._failed(exc, 'did not start', 'this run', offset, warn)
+            return False
         self.start_error = None
+        self.start_failure = ''
         self._entered += 1
-        return self
+        return True
 
-    def _failed(self, exc: Exception, what: str, left_out_of: str) -> None:
+    def _log_offset(self) -> int:
+        """Where this start's stderr begins in `stderr_path`; a private file is emptied first when no run holds the
+        server (nothing writes to it then), so it holds one process's stderr at most."""
+        path = self.stderr_path
+        if path is None:
+            return 0
+        if self.private_log and not getattr(self.wrapped, 'is_running', True):
+            with contextlib.suppress(OSError):
+                path.write_bytes(b'')
+        return _log_size(path)
+
+    def failure(self, exc: BaseException, what: str, offset: int = 0) -> str:
+        """`MCP server 'x' <what> (<error>)`, with the last lines of the server's stderr since `offset` when it
+        wrote any (bounded: `stderr_tail`)."""
+        text = f'MCP server {self.server!r} {what} ({type(exc).__name__}: {exc})'
+        tail = stderr_tail(self.stderr_path, offset)
+        return f'{text}; its stderr ended: {tail}' if tail else text
+
+    def _failed(self, exc: Exception, what: str, left_out_of: str, offset: int = 0, warn: bool = True) -> None:
         self.start_error = exc
-        logger.warning(
-            'MCP server %r %s (%s: %s); group %r is left out of %s',
-            self.server,
-            what,
-            type(exc).__name__,
-            exc,
-            group_id(self.server),
-            left_out_of,
-        )
+        self.start_failure = self.failure(exc, what, offset)
+        if warn:
+            logger.warning('%s; group %r is left out of %s', self.start_failure, group_id(self.server), left_out_of)
 
     async def __aexit__(self, *args: Any) -> bool | None:
         if self._entered == 0:  # this entry failed to start the server: nothing to close
@@ -175,10 +299,35 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         if self.start_error is not None:
             return {}
         try:
-            return await self.wrapped.get_tools(ctx)
+            tools = await self.wrapped.get_tools(ctx)
         except Exception as exc:  # a listing after a change: the rest of the run goes on without the group
             self._failed(exc, 'failed to list its tools', 'the rest of this run')
             return {}
+        return self.usable(tools)
+
+    def usable(self, tools: dict[str, ToolsetTool[AgentDepsT]]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        """`tools` without those that cannot be proxy members (a name such as `""`, an unsupported kind), each
+        warned about once per server; the same dict when all are usable."""
+        bad: dict[str, str] = {}
+        for name, tool in tools.items():
+            shown = bad_member_name(name)
+            if shown is not None:
+                bad[name] = f'its name {shown} cannot be called through the proxy'
+            elif (unsupported := unsupported_member(tool.tool_def)) is not None:
+                bad[name] = unsupported.text
+        if not bad:
+            return tools
+        for name, why in bad.items():
+            if name not in self._left_out:
+                self._left_out.add(name)
+                logger.warning(
+                    'MCP server %r listed a tool %r that is left out of group %r: %s',
+                    self.server,
+                    name,
+                    group_id(self.server),
+                    why,
+                )
+        return {name: tool for name, tool in tools.items() if name not in bad}
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
         if self.start_error is not None:
@@ -208,7 +357,9 @@ async def first_listing(toolset: Any) -> list[Any]:
 
 
 def mcp_groups(
-    path: str | os.PathLike[str], descriptions: Mapping[str, str] | None = None
+    path: str | os.PathLike[str],
+    descriptions: Mapping[str, str] | None = None,
+    server_log: str | os.PathLike[str] | None = None,
 ) -> dict[str, ToolProxyGroup[Any]]:
     """Group id -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's order.
 
@@ -218,6 +369,8 @@ def mcp_groups(
             directory).
         descriptions: Server name (as written in the file) -> group description; servers not in it get
             `default_description`.
+        server_log: A folder for the servers' stderr, one `<group id>.log` file each (appended to; made when
+            absent; `~` expanded), or None: a private temporary folder of this process (see the module docstring).
 
     Raises:
         OSError: a missing or unreadable file (from `load_mcp_toolsets`).
@@ -264,5 +417,7 @@ def mcp_groups(
             )
         named[gid] = server
         description = (descriptions or {}).get(server, default_description(server))
-        groups[gid] = ToolProxyGroup(source=MCPServerToolset(toolset, server=server), description=description)
+        stderr_path = prepare_transport(toolset, server, server_log)
+        source = MCPServerToolset(toolset, server=server, stderr_path=stderr_path, private_log=server_log is None)
+        groups[gid] = ToolProxyGroup(source=source, description=description)
     return groups

@@ -32,6 +32,7 @@ __all__ = (
     'MemberEntry',
     'SurfaceOwner',
     'Unsupported',
+    'bad_member_name',
     'member_entry',
     'unsupported_member',
     'unsupported_member_reason',
@@ -65,7 +66,7 @@ def _state_of(obj: object) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
-def _bad_name(name: object) -> str | None:
+def bad_member_name(name: object) -> str | None:
     """None for a usable member name, else the name as shown in the preparation error (repr, cut to 80 chars).
 
     Usable: a non-empty `str` that encodes as UTF-8 (no lone surrogates: such a name can be neither indexed
@@ -379,7 +380,7 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
                 _forget_signature(hit[3])
                 continue
             tool_def = tool.tool_def
-            if (problem := _bad_name(name)) is not None:
+            if (problem := bad_member_name(name)) is not None:
                 raise UserError(
                     f'ToolProxy group {self.group!r}: its source listed a tool named {problem}, which cannot be '
                     'called through the proxy. Tool names must be non-empty strings of valid Unicode text; fix or '

@@ -157,6 +157,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         *,
         descriptions: Mapping[str, str] | None = None,
         config: ToolProxyConfig | None = None,
+        server_log: str | os.PathLike[str] | None = None,
     ) -> ToolProxyCapability[Any]:
         """One group per server of an `mcpServers` JSON file (Claude Desktop, Claude Code, Cursor), read by Pydantic
         AI's `pydantic_ai.mcp.load_mcp_toolsets` (with its `${VAR}` and `${VAR:-default}` expansion).
@@ -176,7 +177,13 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         is the server name made valid by `_mcp_config.group_id` (e.g. `my server.v2` -> `my_server_v2`); the
         description is `descriptions[server]` or `Tools of the MCP server "<server>"`. A server that does not start
         is caught when a run enters it (where Pydantic AI would fail the run): that run goes on without its group,
-        and a warning naming the server is logged on the `pydantic_ai_toolproxy` logger.
+        and a warning naming the server, with the last lines of its stderr, is logged on the `pydantic_ai_toolproxy`
+        logger. A listed tool that cannot be a proxy member (a name such as `""`) is left out with one warning.
+
+        A stdio server runs while a run (or `async with agent:`) holds it and stops when the last one leaves (its
+        transport's `keep_alive` is turned off, so no server outlives the run that started it, and each event loop
+        starts its own). Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a folder, else to
+        a private temporary file of this process.
 
         Raises:
             OSError: a missing or unreadable file.
@@ -186,7 +193,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         """
         from ._mcp_config import mcp_groups
 
-        return cls(groups=mcp_groups(path, descriptions), config=config)
+        return cls(groups=mcp_groups(path, descriptions, server_log), config=config)
 
     @classmethod
     def _placed(

@@ -51,7 +51,7 @@ async def _run(ns: argparse.Namespace) -> int:
     progress = Progress()
     out = Output(as_json=getattr(ns, 'json', False), before_write=progress.close)  # the real stdout, taken first
     with progress, _warnings_shown(progress):
-        async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress) as surface:
+        async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress, ns.server_log) as surface:
             command = ns.command
             if command == 'check':  # reports servers that did not start as errors
                 return await run_check(surface, out, progress, strict=ns.strict)

@@ -25,6 +25,7 @@ sources (before the command; --group/--description apply to the source just befo
   --mcp-http https://mcp.example.com/mcp --group docs
   --mcp-config mcp.json                            an mcpServers file: one group per server
   --config toolproxy.toml                          the Host schema: tool_sources, presentation, group
+  --server-log logs/                               keep the MCP servers' stderr (one file per server)
 
 hybrid search (an embedder beside the keyword ranking; vectors cached in a file):
   --embedder openai:text-embedding-3-small         a model name Pydantic AI resolves
@@ -145,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src.add_argument(
         '--config', type=Path, metavar='FILE', help='a TOML or JSON file with [sources] and tool_sources (Host schema)'
+    )
+    src.add_argument(
+        '--server-log',
+        type=Path,
+        metavar='DIR',
+        help="append each stdio MCP server's stderr to DIR/<group>.log (default: kept off the output; the last "
+        'lines of a server that fails to start are quoted in its warning)',
     )
     cfg = parser.add_argument_group('proxy settings (ToolProxyConfig; override the config file)')
     cfg.add_argument('--search-name', metavar='NAME')

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset
 
-from .._mcp_config import MCPServerToolset, first_listing
+from .._mcp_config import MCPServerToolset
 from ._config import load_config
 from ._embedder import EmbedderSpec, cache_setting, resolve_embedder
 from ._progress import Progress
@@ -61,30 +61,30 @@ async def _start(
     progress: Progress,
     surface: Surface,
 ) -> bool:
-    toolset: Any = server.wrapped
     with progress.step(f'starting MCP server {server.server!r} ({origin})') as step:
-        try:
-            await stack.enter_async_context(toolset)
-            step.done(f'{len(await first_listing(toolset))} tools from MCP server {server.server!r} ({origin})')
+        if await server.start(warn=False):
+            stack.push_async_exit(server.__aexit__)
+            step.done(f'{server.listed} tools from MCP server {server.server!r} ({origin})')
             return True
-        except Exception as exc:
-            where = f'group {group!r}' if group is not None else 'its tools'
-            surface.unavailable.append(
-                (
-                    group,
-                    f'MCP server {server.server!r} ({origin}) did not start ({type(exc).__name__}: {exc}); '
-                    f'{where} left out, as a run would leave it out',
-                )
-            )
-            return False
+        where = f'group {group!r}' if group is not None else 'its tools'
+        said = server.start_failure.replace(
+            f'MCP server {server.server!r}', f'MCP server {server.server!r} ({origin})', 1
+        )
+        surface.unavailable.append((group, f'{said}; {where} left out, as a run would leave it out'))
+        return False
 
 
 @asynccontextmanager
 async def open_surface(
-    specs: list[SourceSpec], config_file: Path | None, overrides: dict[str, Any], progress: Progress
+    specs: list[SourceSpec],
+    config_file: Path | None,
+    overrides: dict[str, Any],
+    progress: Progress,
+    server_log: Path | None = None,
 ) -> AsyncIterator[Surface]:
     """Load the config file's sources, then `specs`, into one `Surface`, with its MCP servers running.
 
+    `server_log`: the folder the stdio MCP servers' stderr goes to (`--server-log`; None: kept off the output).
     `overrides`: `ToolProxyConfig` fields from the command line (None = not given; they win over the config
     file's `[discovery]`); an `embedder` text is resolved here (`_embedder.resolve_embedder`).
 
@@ -109,6 +109,8 @@ async def open_surface(
         all_specs.extend(file_specs)
         overrides = {**discovery, **{k: v for k, v in overrides.items() if v is not None}}
     all_specs.extend(specs)
+    for spec in all_specs:
+        spec.server_log = server_log
     if not all_specs:
         raise SourceError('no sources: name them with -s/--source, --mcp-stdio, --mcp-http or --config (see --help)')
     if isinstance(overrides.get('embedder'), EmbedderSpec):

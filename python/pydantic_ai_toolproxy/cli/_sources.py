@@ -52,6 +52,8 @@ class SourceSpec:
         base_dir: Directory that relative file paths and stdio commands are resolved against.
         origin: How messages name this source, e.g. `--mcp-stdio 'python server.py'` or `sources.notes`.
         descriptions: For `mcp-config`: server name -> group description (the config file's `descriptions`).
+        server_log: For stdio MCP servers: the folder their stderr goes to (`--server-log`), None for a private
+            temporary one (the stderr stays off the command's output).
     """
 
     kind: SourceKind
@@ -62,6 +64,7 @@ class SourceSpec:
     base_dir: Path = field(default_factory=Path.cwd)
     origin: str = ''
     descriptions: dict[str, str] | None = None
+    server_log: Path | None = None
 
     @property
     def label(self) -> str:
@@ -193,7 +196,12 @@ def mcp_source(spec: SourceSpec) -> AbstractToolset[Any]:
         raise SourceError(f'{spec.label}: cannot parse the command line: {exc}') from exc
     if not argv:
         raise SourceError(f'{spec.label}: the command line is empty')
-    transport = StdioTransport(command=argv[0], args=argv[1:], cwd=str(spec.base_dir))
+    from .._mcp_config import server_log_path
+
+    # keep_alive off: the server stops with the command; its stderr goes to a file (quoted when it fails to start)
+    log = server_log_path(spec.group or argv[0], spec.server_log)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    transport = StdioTransport(command=argv[0], args=argv[1:], cwd=str(spec.base_dir), keep_alive=False, log_file=log)
     return MCPToolset(transport, id=spec.group, include_instructions=True)
 
 
@@ -207,7 +215,7 @@ def mcp_config_source(spec: SourceSpec) -> dict[str, ToolProxyGroup[Any]]:
     try:
         from .._mcp_config import mcp_groups
 
-        return mcp_groups(spec.base_dir / spec.target, spec.descriptions)
+        return mcp_groups(spec.base_dir / spec.target, spec.descriptions, spec.server_log)
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise SourceError(f'{spec.label}: MCP support is not installed ({exc}); install the [mcp] extra') from exc
     except (OSError, ValueError, TypeError) as exc:
