@@ -26,7 +26,7 @@ from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
 from ._messages import retry, shown
 from ._names import canonical_name
-from ._private import AgentInstructions, DynamicToolset, normalize_instructions
+from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset
 from ._unknown import shorten_unknown_tool_retries
@@ -36,6 +36,28 @@ from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
 
 __all__ = ('ToolProxyCapability',)
+
+
+@dataclass
+class ProxyGuidance(AbstractCapability[AgentDepsT]):
+    """The proxy's own instructions (how to search and call), the last child of the capabilities it wraps.
+
+    A child, not an override of `ToolProxyCapability.get_instructions`: the grouped capabilities' instructions
+    then reach the model exactly as Pydantic AI sends them without the proxy, those of a capability lowered below
+    operator authority (`with_authority`, Pydantic AI 2.78 and newer) included, which Pydantic AI states as framed
+    data and never in the instruction prefix.
+    """
+
+    runtime: ProxyRuntime
+
+    def get_instructions(self) -> AgentInstructions[AgentDepsT] | None:
+        return self._guidance
+
+    def _guidance(self, ctx: RunContext[AgentDepsT]) -> str | None:
+        runtime = self.runtime
+        if not runtime.instructions_enabled(ctx) or not runtime.directory(ctx):
+            return None
+        return guidance(runtime.config)
 
 
 @dataclass(init=False)
@@ -148,7 +170,10 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         self.config = runtime.config
         self._runtime = runtime
         self._controls = ControlToolset(runtime)
-        WrapperCapability.__init__(self, wrapped=CombinedCapability(capability_sources))
+        children: list[AbstractCapability[AgentDepsT]] = list(capability_sources)
+        if groups:
+            children.append(ProxyGuidance(runtime))
+        WrapperCapability.__init__(self, wrapped=CombinedCapability(children))
 
     @classmethod
     def from_mcp_config(
@@ -350,18 +375,6 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             toolsets.append(from_capabilities)
         return ProxySurfaceToolset(toolsets)
 
-    def get_instructions(self) -> AgentInstructions[AgentDepsT] | None:
-        own = normalize_instructions(super().get_instructions())
-        if not self.groups:
-            return own or None
-        return [*own, self._guidance]
-
-    def _guidance(self, ctx: RunContext[AgentDepsT]) -> str | None:
-        runtime = self._runtime
-        if not runtime.instructions_enabled(ctx) or not runtime.directory(ctx):
-            return None
-        return guidance(runtime.config)
-
     # --- hooks ---
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractCapability[AgentDepsT]:
@@ -416,6 +429,14 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                     continue
             kept.append(tool_def)
         self._refuse_rewrapping(directory.foreign_toolsets)
+        if any(d is not None and d.defer_loading for d in (search_def, call_def)):
+            raise UserError(
+                f'Something defers the ToolProxy controls ({config.search_name!r}, {config.call_name!r}), e.g. '
+                "Pydantic AI's ToolSearch(tools='all') beside ToolProxyCapability: the model would be offered no way "
+                'to search or call the grouped tools, and could find the grouped tools themselves by their canonical '
+                'names. Select only the tools to defer (ToolSearch(tools=[names]) or a predicate that leaves the '
+                "controls and the grouped tools out): the grouped tools are already behind the proxy's own search."
+            )
         if directory.groups and search_def is not None and call_def is not None:
             kept.extend(advertised_controls(self._controls, search_def, call_def, directory.groups))
         request_context.model_request_parameters = replace(params, function_tools=kept)
