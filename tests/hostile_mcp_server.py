@@ -12,7 +12,10 @@ answers `initialize` and then exits, or never answers, at a `tools/list` request
 listings it answered, 0 by default); `--on-initialize hang` never answers `initialize` (a deadlocked server),
 `--on-initialize crash` writes a traceback-like block to stderr and exits 1 before answering; `--empty-name` adds a
 tool named `""` (the MCP SDK accepts it); `--pid-file F` appends the server's pid to F at start (tests count the
-starts and check that no server outlives its run); `--list-changed-on-call` sends `notifications/tools/list_changed` before
+starts and check that no server outlives its run); `--start-delay S` sleeps S seconds before it reads anything
+(a slow `npx`/`uvx` start); `--extra-tools N` adds N plain tools `tool_0`... (the benchmark's servers);
+`--version V` lists `plain_tool` under the name `plain_tool_vV` and with a required `text` from version 2 on (an
+upgraded server); `--list-changed-on-call` sends `notifications/tools/list_changed` before
 answering each `tools/call` (so the client lists the tools again).
 """
 
@@ -25,7 +28,7 @@ import sys
 import time
 
 
-def tools_list_json(deep: int, bad_name: bool, empty_name: bool = False) -> str:
+def tools_list_json(deep: int, bad_name: bool, empty_name: bool = False, extra: int = 0, version: int = 1) -> str:
     """The `tools/list` result as raw JSON text (not produced by `json.dumps`, so it can be malformed on purpose)."""
     tools = [
         # Duplicate keys: JSON parsers keep the last one ("b" wins for "name" inside properties, "integer" for type).
@@ -49,6 +52,15 @@ def tools_list_json(deep: int, bad_name: bool, empty_name: bool = False) -> str:
         '{"name": "plain_tool", "description": "A well-formed tool that always works",'
         ' "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}',
     ]
+    if version == 2:  # the same tool with a new required argument
+        tools[-1] = tools[-1].replace('}}}}', '}}, "required": ["text"]}}')
+    elif version > 2:  # the tool renamed
+        tools[-1] = tools[-1].replace('"plain_tool"', f'"plain_tool_v{version}"')
+    for i in range(extra):
+        tools.append(
+            '{"name": "tool_%d", "description": "Generated tool number %d of this server",'
+            ' "inputSchema": {"type": "object", "properties": {"value": {"type": "integer"}}}}' % (i, i)
+        )
     if deep:
         schema = '{"type": "string"}'
         for _ in range(deep):
@@ -72,12 +84,17 @@ def main() -> None:
     parser.add_argument('--empty-name', action='store_true')
     parser.add_argument('--on-initialize', choices=('hang', 'crash'))
     parser.add_argument('--pid-file')
+    parser.add_argument('--start-delay', type=float, default=0.0)
+    parser.add_argument('--extra-tools', type=int, default=0)
+    parser.add_argument('--version', type=int, default=1)
     args = parser.parse_args()
+    if args.start_delay:
+        time.sleep(args.start_delay)
     if args.pid_file:
         with open(args.pid_file, 'a') as f:
             f.write(f'{os.getpid()}\n')
     listed = 0
-    listing = tools_list_json(args.deep, args.bad_name, args.empty_name)
+    listing = tools_list_json(args.deep, args.bad_name, args.empty_name, args.extra_tools, args.version)
     out = sys.stdout
     for line in sys.stdin:
         if not line.strip():

@@ -5,20 +5,24 @@ child that listed it. The members and controls already name their owning toolset
 (`GroupMemberToolset` / `ControlToolset` set it), so this surface merges their tools as they are and routes
 by that field; only the part contributed by capability sources, whose tools pass through Pydantic AI's own
 composition, is routed through its `CombinedToolset`. At 100,000 members this saves one allocation per member
-per step. Lifecycle (`for_run`, `for_run_step`, enter/exit, instructions, visitors) is `CombinedToolset`'s.
+per step. Lifecycle (`for_run`, `for_run_step`, enter/exit, instructions, visitors) is `CombinedToolset`'s, but
+that the servers of `mcpServers` files among the members (`_mcp_config.MCPServerToolset`) are started at once
+before the children are entered one after another: N servers take about the slowest one's start, not the sum.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
+import anyio
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import AgentDepsT, RunContext
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._controls import ControlToolset
+from ._mcp_config import MCPServerToolset
 from ._members import GroupMemberToolset
 from ._private import gather
 
@@ -41,6 +45,32 @@ class ProxySurfaceToolset(CombinedToolset[AgentDepsT]):
     @staticmethod
     def _routes_itself(toolset: AbstractToolset[Any]) -> bool:
         return isinstance(toolset, (GroupMemberToolset, ControlToolset))
+
+    async def __aenter__(self) -> Self:
+        servers = [
+            t.wrapped
+            for t in self.toolsets
+            if isinstance(t, GroupMemberToolset) and isinstance(t.wrapped, MCPServerToolset)
+        ]
+        if len(servers) > 1:  # each catches its own failure (left out with a warning); cancellation propagates
+            try:
+                await gather(*(server.prestart() for server in servers))
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    for server in servers:
+                        if server.prestarted:
+                            await server.__aenter__()  # consume the start, then undo it
+                            await server.__aexit__(None, None, None)
+                raise
+        try:
+            return await super().__aenter__()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for server in servers:
+                    if server.prestarted:  # started here, never entered by the children's entry
+                        await server.__aenter__()
+                        await server.__aexit__(None, None, None)
+            raise
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         return self.merge(await gather(*(toolset.get_tools(ctx) for toolset in self.toolsets)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
@@ -34,6 +34,7 @@ from ._vectors import ToolVectors
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
+from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore
 
 __all__ = ('ToolProxyCapability',)
 
@@ -183,6 +184,9 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         descriptions: Mapping[str, str] | None = None,
         config: ToolProxyConfig | None = None,
         server_log: str | os.PathLike[str] | None = None,
+        lazy: bool | Collection[str] = False,
+        listing_cache: str | os.PathLike[str] | ListingStore | None = 'default',
+        listing_max_age: float = DEFAULT_MAX_AGE,
     ) -> ToolProxyCapability[Any]:
         """One group per server of an `mcpServers` JSON file (Claude Desktop, Claude Code, Cursor), read by Pydantic
         AI's `pydantic_ai.mcp.load_mcp_toolsets` (with its `${VAR}` and `${VAR:-default}` expansion).
@@ -210,15 +214,30 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         starts its own). Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a folder, else to
         a private temporary file of this process.
 
+        Servers start concurrently at run entry (six servers take about the slowest one's start). With `lazy=True`
+        (or a collection of server names), a server whose listing is in `listing_cache` and fresh is not started at
+        run entry: search ranks its cached tools, and the first `call_proxy_tool` of one of its tools starts it
+        inside the run (with Pydantic AI's own MCP client, stopped when the run ends). A server without a fresh
+        entry is started to list its tools, as without `lazy`. Every start stores what the server listed
+        (`listing_cache`: `'default'`, a file beside the embedding cache, `$TOOLPROXY_LISTING_CACHE` or `off`; a
+        path; a `mcp_listing_cache.ListingStore`; or None), and a cached entry fresh for the server's `ttlMs` (when
+        above zero) else `listing_max_age` seconds. A server the file gives no description gets one from its cached
+        listing (its `instructions`, else its `serverInfo` title or name).
+
         Raises:
             OSError: a missing or unreadable file.
             ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a server name
                 that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
-                no server of the file, or an invalid description (naming the group).
+                no server of the file, or an invalid description (naming the group), `lazy` naming a server the
+                file does not have, or a `listing_max_age` that is not a positive number.
+            TypeError: `lazy` or `listing_cache` of another type.
         """
         from ._mcp_config import mcp_groups
 
-        return cls(groups=mcp_groups(path, descriptions, server_log), config=config)
+        groups = mcp_groups(
+            path, descriptions, server_log, lazy=lazy, listing_cache=listing_cache, max_age=listing_max_age
+        )
+        return cls(groups=groups, config=config)
 
     @classmethod
     def _placed(
