@@ -6,8 +6,10 @@ entry is fresh is not started until `call_proxy_tool` targets one of its tools; 
 
 An entry is keyed by `listing_key`: the server's name and a SHA-256 of what defines its process (transport kind,
 command, args, cwd, url, the names of its environment variables and headers with a hash of each value, and the
-size and modification time of the command's executable and of every argument that names an existing file, so an
-upgraded script or binary is a new key), plus `LISTING_FORMAT`. An entry stores the tools as the server listed
+size and modification time of the command's executable and of the first argument that names an existing file (the
+script of `python server.py`), so an upgraded script or binary is a new key), plus `LISTING_FORMAT`. A server
+upgraded behind the same files (`uvx pkg`, `npx -y pkg`) keeps its key: its entry ages out, and a lazy start
+that finds another listing replaces it at once. An entry stores the tools as the server listed
 them (MCP `Tool` JSON), the server's `serverInfo` name, version and title, its `instructions`, when it was fetched
 and the server's `ttlMs` hint. Secrets never reach the store: environment and header values are only hashed into
 the key.
@@ -287,9 +289,10 @@ def listing_key(server: str, transport: object) -> str:
             found = shutil.which(command, path=(env or {}).get('PATH') if isinstance(env, Mapping) else None)
             if found is not None:
                 stamps.append(_file_stamp(found, None))
-        for arg in material['args'] or []:
-            if len(arg) < 4096 and not arg.startswith('-'):
-                stamps.append(_file_stamp(arg, material['cwd']))
+        for arg in material['args'] or []:  # the first argument naming a file: the script a command runs
+            if len(arg) < 4096 and not arg.startswith('-') and (stamp := _file_stamp(arg, material['cwd'])):
+                stamps.append(stamp)
+                break
         material['files'] = [s for s in stamps if s is not None]
     digest = hashlib.sha256(json.dumps(material, sort_keys=True, default=str).encode()).hexdigest()
     return f'{LISTING_FORMAT}:{server[:100]}:{digest}'

@@ -4,6 +4,7 @@
     toolproxy [sources] search QUERY [--group G] [--limit N] [--offset K] [--json]
     toolproxy [sources] check [--strict] [--json]
     toolproxy [sources] --embedder MODEL embed [--json]
+    toolproxy --mcp-config FILE refresh [--json]
 
 Also `python -m pydantic_ai_toolproxy`. Every figure comes from a real `pydantic_ai.Agent` run over the
 sources under a real `ToolProxyCapability`, driven by a scripted `FunctionModel` (`_probe`), so what the
@@ -46,13 +47,25 @@ async def _run(ns: argparse.Namespace) -> int:
     from .cmd_check import run_check
     from .cmd_embed import run_embed
     from .cmd_inspect import run_inspect
+    from .cmd_refresh import run_refresh
     from .cmd_search import run_search
 
     progress = Progress()
     out = Output(as_json=getattr(ns, 'json', False), before_write=progress.close)  # the real stdout, taken first
     with progress, _warnings_shown(progress):
-        async with open_surface(ns.sources or [], ns.config, config_overrides(ns), progress, ns.server_log) as surface:
+        async with open_surface(
+            ns.sources or [],
+            ns.config,
+            config_overrides(ns),
+            progress,
+            ns.server_log,
+            lazy=ns.lazy,
+            listing_cache=ns.listing_cache,
+            refresh=ns.command == 'refresh',
+        ) as surface:
             command = ns.command
+            if command == 'refresh':
+                return run_refresh(surface, out)
             if command == 'check':  # reports servers that did not start as errors
                 return await run_check(surface, out, progress, strict=ns.strict)
             for _, message in surface.unavailable:

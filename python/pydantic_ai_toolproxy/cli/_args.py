@@ -26,6 +26,7 @@ sources (before the command; --group/--description apply to the source just befo
   --mcp-config mcp.json                            an mcpServers file: one group per server
   --config toolproxy.toml                          the Host schema: tool_sources, presentation, group
   --server-log logs/                               keep the MCP servers' stderr (one file per server)
+  --mcp-config mcp.json --lazy                     start no server that has a fresh cached listing
 
 hybrid search (an embedder beside the keyword ranking; vectors cached in a file):
   --embedder openai:text-embedding-3-small         a model name Pydantic AI resolves
@@ -148,6 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
         '--config', type=Path, metavar='FILE', help='a TOML or JSON file with [sources] and tool_sources (Host schema)'
     )
     src.add_argument(
+        '--lazy',
+        action='store_true',
+        help='serve the servers of --mcp-config files from their cached listings, starting none that has a fresh one',
+    )
+    src.add_argument(
+        '--listing-cache',
+        metavar='PATH',
+        help='the MCP listing cache file (off: none; default: mcp-listings.sqlite3 beside the embedding cache)',
+    )
+    src.add_argument(
         '--server-log',
         type=Path,
         metavar='DIR',
@@ -190,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check = commands.add_parser('check', help='everything that would fail or misbehave at runtime (exit 1 on errors)')
     check.add_argument('--strict', action='store_true', help='exit 1 on warnings too')
+    commands.add_parser(
+        'refresh',
+        help='start every MCP server of the --mcp-config files and store what each lists in the listing cache',
+    )
     commands.add_parser(
         'embed',
         help='embed every grouped tool now and fill the embedding cache (needs --embedder or a config embedder)',

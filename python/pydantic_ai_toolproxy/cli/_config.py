@@ -14,6 +14,7 @@ module = "hosttools:status_toolset"
 [sources.desktop]
 mcp_config = "mcp.json"                       # an mcpServers file: one group per server (group ids: ToolProxyCapability.from_mcp_config)
 descriptions = { github = "Issues and pull requests" }   # optional, by server name
+lazy = true                                   # optional: serve servers from their cached listings, start on use
 
 [[tool_sources]]
 source_id = "customer-tools"
@@ -80,6 +81,7 @@ class SourceDefinition(_Model):
     mcp_http: StrictStr | None = None
     mcp_config: StrictStr | None = None
     descriptions: dict[StrictStr, StrictStr] | None = None
+    lazy: StrictBool | None = None
 
     @model_validator(mode='after')
     def _exactly_one(self) -> SourceDefinition:
@@ -90,6 +92,8 @@ class SourceDefinition(_Model):
             )
         if self.descriptions is not None and self.mcp_config is None:
             raise ValueError('descriptions apply to an mcp_config source only')
+        if self.lazy is not None and self.mcp_config is None:
+            raise ValueError('lazy applies to an mcp_config source only')
         return self
 
 
@@ -203,4 +207,5 @@ def _spec(source_id: str, definition: SourceDefinition, base: Path, entry: ToolS
         base_dir=base,
         origin=f'sources.{source_id}',
         descriptions=dict(definition.descriptions) if definition.descriptions is not None else None,
+        lazy=bool(definition.lazy),
     )

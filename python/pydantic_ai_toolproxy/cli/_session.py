@@ -11,9 +11,11 @@ from typing import Any
 from pydantic_ai.toolsets import AbstractToolset
 
 from .._mcp_config import MCPServerToolset
+from .._private import gather
 from ._config import load_config
 from ._embedder import EmbedderSpec, cache_setting, resolve_embedder
 from ._progress import Progress
+from ._render import plural
 from ._sources import SourceError, SourceSpec, Surface, build_surface
 
 __all__ = ('open_surface',)
@@ -37,41 +39,43 @@ def _mcp_toolsets(surface: Surface) -> list[tuple[str, Any]]:
     return found
 
 
-async def _start_servers(surface: Surface, stack: AsyncExitStack, progress: Progress) -> None:
-    """Start the servers of `mcpServers` files; one that does not start is left out of the surface, as a run leaves
-    its group out (`_mcp_config.MCPServerToolset`), and recorded in `surface.unavailable`."""
-    for name, group in list(surface.groups.items()):
-        origin = ', '.join(surface.group_origins[name])
-        if isinstance(group.source, MCPServerToolset) and not await _start(
-            group.source, origin, name, stack, progress, surface
-        ):
-            del surface.groups[name]
-            del surface.group_origins[name]
-    for item in list(surface.direct):
-        origin, source = item
-        if isinstance(source, MCPServerToolset) and not await _start(source, origin, None, stack, progress, surface):
-            surface.direct.remove(item)
-
-
-async def _start(
-    server: MCPServerToolset[Any],
-    origin: str,
-    group: str | None,
-    stack: AsyncExitStack,
-    progress: Progress,
-    surface: Surface,
-) -> bool:
-    with progress.step(f'starting MCP server {server.server!r} ({origin})') as step:
-        if await server.start(warn=False):
-            stack.push_async_exit(server.__aexit__)
-            step.done(f'{server.listed} tools from MCP server {server.server!r} ({origin})')
-            return True
-        where = f'group {group!r}' if group is not None else 'its tools'
-        said = server.start_failure.replace(
-            f'MCP server {server.server!r}', f'MCP server {server.server!r} ({origin})', 1
+async def _start_servers(surface: Surface, stack: AsyncExitStack, progress: Progress, *, refresh: bool) -> None:
+    """Start the servers of `mcpServers` files, all at once (a lazy one with a fresh cached listing is not started;
+    `refresh` starts every one and stores its listing); one that does not start is left out of the surface, as a
+    run leaves its group out (`_mcp_config.MCPServerToolset`), and recorded in `surface.unavailable`."""
+    found: list[tuple[MCPServerToolset[Any], str, str | None, Any]] = []
+    for name, defined in surface.groups.items():
+        if isinstance(defined.source, MCPServerToolset):
+            found.append((defined.source, ', '.join(surface.group_origins[name]), name, None))
+    for item in surface.direct:
+        if isinstance(item[1], MCPServerToolset):
+            found.append((item[1], item[0], None, item))
+    if not found:
+        return
+    with progress.step(f'starting {plural(len(found), "MCP server")}') as step:
+        started = await gather(*(server.start(warn=False, refresh=refresh) for server, *_ in found))
+        for ok, (server, origin, group, item) in zip(started, found):
+            if ok:
+                stack.push_async_exit(server.__aexit__)
+                how = 'its cached listing' if server.from_cache else 'listed now'
+                surface.server_notes.append(f'MCP server {server.server!r} ({origin}): {server.listed} tools, {how}')
+                continue
+            where = f'group {group!r}' if group is not None else 'its tools'
+            said = server.start_failure.replace(
+                f'MCP server {server.server!r}', f'MCP server {server.server!r} ({origin})', 1
+            )
+            surface.unavailable.append((group, f'{said}; {where} left out, as a run would leave it out'))
+            if group is not None:
+                del surface.groups[group]
+                del surface.group_origins[group]
+            else:
+                surface.direct.remove(item)
+        cached = sum(server.from_cache for (server, *_), ok in zip(found, started) if ok)
+        step.done(
+            f'{plural(len(found) - cached, "MCP server")} started, {cached} served from the listing cache'
+            if cached
+            else f'{plural(sum(started), "MCP server")} started'
         )
-        surface.unavailable.append((group, f'{said}; {where} left out, as a run would leave it out'))
-        return False
 
 
 @asynccontextmanager
@@ -81,10 +85,17 @@ async def open_surface(
     overrides: dict[str, Any],
     progress: Progress,
     server_log: Path | None = None,
+    *,
+    lazy: bool = False,
+    listing_cache: str | None = None,
+    refresh: bool = False,
 ) -> AsyncIterator[Surface]:
     """Load the config file's sources, then `specs`, into one `Surface`, with its MCP servers running.
 
     `server_log`: the folder the stdio MCP servers' stderr goes to (`--server-log`; None: kept off the output).
+    `lazy` (`--lazy`): every `mcpServers` server with a fresh cached listing is served from `listing_cache`
+    (`--listing-cache`, a path or `off`; None: the default file) without starting; `refresh` (`toolproxy refresh`)
+    starts every server and stores what it lists.
     `overrides`: `ToolProxyConfig` fields from the command line (None = not given; they win over the config
     file's `[discovery]`); an `embedder` text is resolved here (`_embedder.resolve_embedder`).
 
@@ -111,6 +122,9 @@ async def open_surface(
     all_specs.extend(specs)
     for spec in all_specs:
         spec.server_log = server_log
+        spec.lazy = spec.lazy or lazy
+        if listing_cache is not None:
+            spec.listing_cache = listing_cache
     if not all_specs:
         raise SourceError('no sources: name them with -s/--source, --mcp-stdio, --mcp-http or --config (see --help)')
     if isinstance(overrides.get('embedder'), EmbedderSpec):
@@ -119,7 +133,7 @@ async def open_surface(
         surface = await build_surface(all_specs, overrides)
         step.done(f'{len(surface.groups)} groups, {len(surface.direct)} direct sources')
     async with AsyncExitStack() as stack:
-        await _start_servers(surface, stack, progress)
+        await _start_servers(surface, stack, progress, refresh=refresh)
         for origin, toolset in _mcp_toolsets(surface):
             # The status first: a long origin (a full command line) is what gets cut on a narrow terminal.
             with progress.step(f'starting MCP server {origin}') as step:

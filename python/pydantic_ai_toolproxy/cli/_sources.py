@@ -54,6 +54,9 @@ class SourceSpec:
         descriptions: For `mcp-config`: server name -> group description (the config file's `descriptions`).
         server_log: For stdio MCP servers: the folder their stderr goes to (`--server-log`), None for a private
             temporary one (the stderr stays off the command's output).
+        lazy: For `mcp-config`: serve servers from fresh cached listings without starting them (`--lazy`, or
+            `lazy = true` in the config file).
+        listing_cache: For `mcp-config`: the listing cache (`--listing-cache`): `default`, a path, or `off`.
     """
 
     kind: SourceKind
@@ -65,6 +68,8 @@ class SourceSpec:
     origin: str = ''
     descriptions: dict[str, str] | None = None
     server_log: Path | None = None
+    lazy: bool = False
+    listing_cache: str = 'default'
 
     @property
     def label(self) -> str:
@@ -90,6 +95,8 @@ class Surface:
     direct: list[tuple[str, Source]]
     config: ToolProxyConfig
     unavailable: list[tuple[str | None, str]] = field(default_factory=list)
+    server_notes: list[str] = field(default_factory=list)
+    """One line per started (or cache-served) `mcpServers` server: how many tools, from where."""
 
     def capability(self, groups: Iterable[str] | None = None) -> ToolProxyCapability[Any]:
         """A fresh `ToolProxyCapability` over all groups (or only `groups`), with the surface's config."""
@@ -215,7 +222,13 @@ def mcp_config_source(spec: SourceSpec) -> dict[str, ToolProxyGroup[Any]]:
     try:
         from .._mcp_config import mcp_groups
 
-        return mcp_groups(spec.base_dir / spec.target, spec.descriptions, spec.server_log)
+        return mcp_groups(
+            spec.base_dir / spec.target,
+            spec.descriptions,
+            spec.server_log,
+            lazy=spec.lazy,
+            listing_cache=spec.listing_cache,
+        )
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise SourceError(f'{spec.label}: MCP support is not installed ({exc}); install the [mcp] extra') from exc
     except (OSError, ValueError, TypeError) as exc:
