@@ -15,7 +15,8 @@ tool named `""` (the MCP SDK accepts it); `--pid-file F` appends the server's pi
 starts and check that no server outlives its run); `--start-delay S` sleeps S seconds before it reads anything
 (a slow `npx`/`uvx` start); `--extra-tools N` adds N plain tools `tool_0`... (the benchmark's servers);
 `--version V` lists `plain_tool` under the name `plain_tool_vV` and with a required `text` from version 2 on (an
-upgraded server); `--list-changed-on-call` sends `notifications/tools/list_changed` before
+upgraded server); `--version-file F` reads that version from F at start (`crash` there acts as
+`--on-initialize crash`): the server changes behind an unchanged command line; `--list-changed-on-call` sends `notifications/tools/list_changed` before
 answering each `tools/call` (so the client lists the tools again).
 """
 
@@ -58,8 +59,8 @@ def tools_list_json(deep: int, bad_name: bool, empty_name: bool = False, extra: 
         tools[-1] = tools[-1].replace('"plain_tool"', f'"plain_tool_v{version}"')
     for i in range(extra):
         tools.append(
-            '{"name": "tool_%d", "description": "Generated tool number %d of this server",'
-            ' "inputSchema": {"type": "object", "properties": {"value": {"type": "integer"}}}}' % (i, i)
+            f'{{"name": "tool_{i}", "description": "Generated tool number {i} of this server",'
+            ' "inputSchema": {"type": "object", "properties": {"value": {"type": "integer"}}}}'
         )
     if deep:
         schema = '{"type": "string"}'
@@ -87,12 +88,20 @@ def main() -> None:
     parser.add_argument('--start-delay', type=float, default=0.0)
     parser.add_argument('--extra-tools', type=int, default=0)
     parser.add_argument('--version', type=int, default=1)
+    parser.add_argument('--version-file')
     args = parser.parse_args()
+    if args.version_file:
+        with open(args.version_file) as f:
+            said = f.read().strip()
+        if said == 'crash':
+            args.on_initialize = 'crash'
+        else:
+            args.version = int(said)
+    if args.pid_file:  # first: a server stopped during its start delay is counted too
+        with open(args.pid_file, 'a') as f:
+            f.write(f'{os.getpid()} {time.time():.3f}\n')
     if args.start_delay:
         time.sleep(args.start_delay)
-    if args.pid_file:
-        with open(args.pid_file, 'a') as f:
-            f.write(f'{os.getpid()}\n')
     listed = 0
     listing = tools_list_json(args.deep, args.bad_name, args.empty_name, args.extra_tools, args.version)
     out = sys.stdout

@@ -39,7 +39,7 @@ def write(tmp_path: Path, servers: dict[str, Any]) -> Path:
 
 
 def started(pids: Path) -> list[int]:
-    return [int(line) for line in pids.read_text().split()] if pids.exists() else []
+    return [int(line.split()[0]) for line in pids.read_text().splitlines() if line.strip()] if pids.exists() else []
 
 
 def alive(pids: Path, wait: float = 5.0) -> list[int]:
