@@ -24,7 +24,9 @@ Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-
 of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
 Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip the FunctionModel per-step
 timing), `--only real-client` (only the real-client table), `--skip-real-client`, `--only hybrid` (only the
-hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/hybrid_perf.py).
+hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/hybrid_perf.py),
+`--only mcp` (many MCP servers: time to the first model request, starts and memory, bench/mcp_servers.py; also printed
+at the end of a full run).
 """
 
 from __future__ import annotations
@@ -336,7 +338,9 @@ async def main() -> None:
         '--skip-steps', action='store_true', help='skip the FunctionModel per-step overhead measurement'
     )
     parser.add_argument(
-        '--only', choices=['real-client', 'hybrid'], help='measure and print only this table (hybrid: its sizes)'
+        '--only',
+        choices=['real-client', 'hybrid', 'mcp'],
+        help='measure and print only this table (hybrid: its sizes; mcp: many MCP servers, bench/mcp_servers.py)',
     )
     parser.add_argument('--skip-real-client', action='store_true', help='skip the real-client step table')
     parser.add_argument(
@@ -345,6 +349,11 @@ async def main() -> None:
         help='sizes with hybrid-search timings (all-MiniLM-L6-v2 vectors, bench/hybrid_perf.py); empty to skip',
     )
     args = parser.parse_args()
+    if args.only == 'mcp':
+        import mcp_servers
+
+        await mcp_servers.main(['--runs', '1' if args.quick else '3'])
+        return
     only_real = args.only == 'real-client'
     only_hybrid = args.only == 'hybrid'
     if only_real and args.skip_real_client:
@@ -576,6 +585,11 @@ async def main() -> None:
         print_tables(rank_rows, build_rows, call_rows, step_rows, bytes_rows, extra, tenant_times, repeat)
     if hybrid_rows:
         print_hybrid(hybrid_rows)
+    if not only_hybrid:
+        progress('measuring many MCP servers')
+        import mcp_servers
+
+        await mcp_servers.main(['--runs', '1' if args.quick else '3'])
 
 
 def print_tables(

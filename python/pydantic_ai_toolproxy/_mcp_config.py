@@ -195,9 +195,11 @@ MAX_DESCRIPTION_CHARS = 512
 
 def described(server: str, entry: ServerListing | None) -> str:
     """A group description for a server the file gives none: its `instructions`, else its `serverInfo` title or
-    name, from its cached listing (whitespace collapsed, cut to 512 characters), else `default_description`."""
+    name (unless that name only repeats the file's), from its cached listing (whitespace collapsed, cut to 512
+    characters), else `default_description`."""
     if entry is not None:
-        for text in (entry.instructions, entry.server_title, entry.server_name):
+        name = entry.server_name if (entry.server_name or '').strip().lower() != server.strip().lower() else None
+        for text in (entry.instructions, entry.server_title, name):  # a name that only repeats the file's: none
             said = ' '.join((text or '').split())
             if said:
                 if len(said) > MAX_DESCRIPTION_CHARS:
