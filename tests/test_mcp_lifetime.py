@@ -135,11 +135,12 @@ def test_run_sync_then_asyncio_run_on_one_agent_keeps_every_group(tmp_path: Path
     asyncio.set_event_loop(loop)
     try:
         first = agent.run_sync('x')
+        asyncio.set_event_loop(None)
+        assert alive(pids) == []  # stopped with the run that started them
+        second = asyncio.run(agent.run('y'))  # another loop, while the first is still open (what broke every server)
     finally:
         asyncio.set_event_loop(None)
-    assert alive(pids) == []  # stopped with the run that started them
-    second = asyncio.run(agent.run('y'))  # another loop, while the first is still open (what broke every server)
-    loop.close()
+        loop.close()
     for result, step in ((first, 0), (second, 2)):
         assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
         assert group_enum(script, step) == ['ok', 'other']
