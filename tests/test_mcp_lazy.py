@@ -224,6 +224,9 @@ async def test_servers_start_concurrently_at_run_entry(tmp_path: Path, pids: Pat
 def test_the_cli_with_a_warm_cache_starts_no_server(tmp_path: Path, pids: Path) -> None:
     path = write(tmp_path, {name: server(pids) for name in ('a', 'b')})
     cache = tmp_path / 'listings.sqlite3'
+    cold = toolproxy('--mcp-config', str(path), '--listing-cache', str(cache), '--lazy', 'check', '--json')
+    assert cold.stderr.count('no cached listing; started to list its tools') == 2, cold.stderr
+    pids.unlink()
     refreshed = toolproxy('--mcp-config', str(path), '--listing-cache', str(cache), 'refresh')
     assert refreshed.returncode == 0, refreshed.stderr
     assert refreshed.stdout.count('tools, listed now') == 2

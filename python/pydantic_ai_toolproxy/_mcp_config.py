@@ -47,7 +47,7 @@ import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 from pydantic_ai.exceptions import ModelRetry
@@ -268,6 +268,10 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     """How many tools the server listed at its last start, or the cached entry holds."""
     from_cache: bool = field(default=False, init=False, repr=False, compare=False)
     """Whether this copy serves the cached listing (nothing started yet)."""
+    cache_state: Literal['fresh', 'stale', 'missing'] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """What a lazy start found in the listing cache at this copy's last start (None: not lazy, or `refresh`)."""
     _entered: int = field(default=0, init=False, repr=False, compare=False)
     """Entries of this copy that started the server and are not exited yet (entries nest, exits come in reverse)."""
     _prestarted: bool = field(default=False, init=False, repr=False, compare=False)
@@ -312,9 +316,12 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         Cancellation propagates (the entry undone first).
         """
         self.from_cache = False
+        self.cache_state = None
         if self.lazy and not refresh:
             entry = self.cached_entry()
+            self.cache_state = 'missing' if entry is None else 'stale'
             if entry is not None and entry.fresh(self.max_age):
+                self.cache_state = 'fresh'
                 self.from_cache = True
                 self.start_error = None
                 self.start_failure = ''

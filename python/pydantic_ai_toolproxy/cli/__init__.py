@@ -64,6 +64,8 @@ async def _run(ns: argparse.Namespace) -> int:
             refresh=ns.command == 'refresh',
         ) as surface:
             command = ns.command
+            for message in surface.listing_notes:
+                out.warning(message)
             if command == 'refresh':
                 return run_refresh(surface, out)
             if command == 'check':  # reports servers that did not start as errors

@@ -57,6 +57,12 @@ async def _start_servers(surface: Surface, stack: AsyncExitStack, progress: Prog
         for ok, (server, origin, group, item) in zip(started, found):
             if ok:
                 stack.push_async_exit(server.__aexit__)
+                if server.cache_state in ('missing', 'stale'):
+                    why = 'no cached listing' if server.cache_state == 'missing' else 'its cached listing is stale'
+                    surface.listing_notes.append(
+                        f'MCP server {server.server!r} ({origin}): {why}; started to list its tools (stored for the '
+                        'next --lazy command; toolproxy refresh re-lists every server)'
+                    )
                 how = 'its cached listing' if server.from_cache else 'listed now'
                 surface.server_notes.append(f'MCP server {server.server!r} ({origin}): {server.listed} tools, {how}')
                 continue

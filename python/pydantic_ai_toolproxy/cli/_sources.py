@@ -96,6 +96,8 @@ class Surface:
     config: ToolProxyConfig
     unavailable: list[tuple[str | None, str]] = field(default_factory=list)
     server_notes: list[str] = field(default_factory=list)
+    listing_notes: list[str] = field(default_factory=list)
+    """With `--lazy`: one line per server started because its cached listing was missing or stale."""
     """One line per started (or cache-served) `mcpServers` server: how many tools, from where."""
 
     def capability(self, groups: Iterable[str] | None = None) -> ToolProxyCapability[Any]:
