@@ -614,7 +614,7 @@ def mcp_groups(
     """Group id -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's order.
 
     Args:
-        path: The JSON file, read by `pydantic_ai.mcp.load_mcp_toolsets` (paths inside it, such as a stdio
+        path: The JSON file (`~` expanded), read by `pydantic_ai.mcp.load_mcp_toolsets` (paths inside it, such as a stdio
             server's command and `cwd`, are as that function reads them: relative to the process's working
             directory).
         descriptions: Server name (as written in the file) -> group description; servers not in it get
@@ -646,7 +646,7 @@ def mcp_groups(
     ):
         raise TypeError(f'descriptions must be a mapping of server name to str, got {descriptions!r}')
     try:
-        toolsets = load_mcp_toolsets(Path(path))
+        toolsets = load_mcp_toolsets(Path(os.path.expanduser(os.fspath(path))))
     except OSError:
         raise
     except ValueError as exc:  # pydantic's ValidationError too: say which file
