@@ -4,9 +4,10 @@ offering them (issue 29). Every figure is measured in this one run, against Pyda
 Six stdio servers (`bench/slow_mcp_server.py`: the official `mcp` SDK, 20 tools each, 1 s asleep at start like a
 warm `npx`/`uvx`) in one `mcpServers` file, offered as:
 
-- `toolsets=load_mcp_toolsets(file)`: Pydantic AI's own (servers entered one after another: the sequential
-  reference, which is also how this package started them before concurrent start);
+- `toolsets=load_mcp_toolsets(file)`: Pydantic AI's own (servers entered one after another);
 - `ToolSearch` over the same toolsets (Pydantic AI's deferred search; its start is the same);
+- `ToolProxyCapability.from_mcp_config(file)` with its servers entered one after another (how this package started
+  them before concurrent start: the reference of the ratios);
 - `ToolProxyCapability.from_mcp_config(file)`: eager, started concurrently;
 - `from_mcp_config(file, lazy=True)` with a warm listing cache: a run that only searches, and one that searches
   and calls one tool.
@@ -37,8 +38,10 @@ from pydantic_ai import Agent
 from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import CombinedToolset
 
 from pydantic_ai_toolproxy import ToolProxyCapability
+from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
 from pydantic_ai_toolproxy.mcp_listing_cache import SQLiteListingStore
 
 SERVER = str(Path(__file__).resolve().parent / 'slow_mcp_server.py')
@@ -116,7 +119,7 @@ async def measure(mode: str, config: Path, pid_file: Path, store: SQLiteListingS
     elif mode == 'ToolSearch':
         model = Measured(pid_file, [call('search_tools', {'queries': [QUERY]}), say('done')])
         agent = Agent(FunctionModel(model), toolsets=load_mcp_toolsets(config), capabilities=[ToolSearch()])
-    elif mode == 'proxy, eager':
+    elif mode in ('proxy, eager', SEQUENTIAL):
         model = Measured(pid_file, [search, first_found, say('done')])
         proxy = ToolProxyCapability.from_mcp_config(config, listing_cache=store)
         agent = Agent(FunctionModel(model), capabilities=[proxy])
@@ -125,9 +128,15 @@ async def measure(mode: str, config: Path, pid_file: Path, store: SQLiteListingS
         model = Measured(pid_file, steps)
         proxy = ToolProxyCapability.from_mcp_config(config, lazy=True, listing_cache=store)
         agent = Agent(FunctionModel(model), capabilities=[proxy])
-    began = time.monotonic()
-    await agent.run('go')
-    ended = time.monotonic()
+    concurrent = ProxySurfaceToolset.__aenter__
+    if mode == SEQUENTIAL:  # the servers entered one after another, as CombinedToolset enters its children
+        ProxySurfaceToolset.__aenter__ = CombinedToolset.__aenter__  # type: ignore[method-assign]
+    try:
+        began = time.monotonic()
+        await agent.run('go')
+        ended = time.monotonic()
+    finally:
+        ProxySurfaceToolset.__aenter__ = concurrent  # type: ignore[method-assign]
     await asyncio.sleep(0.2)
     assert model.first_at is not None
     return {
@@ -140,7 +149,15 @@ async def measure(mode: str, config: Path, pid_file: Path, store: SQLiteListingS
     }
 
 
-MODES = ('toolsets=', 'ToolSearch', 'proxy, eager', 'proxy, lazy: search only', 'proxy, lazy: search + call')
+SEQUENTIAL = 'proxy, eager, one after another (before concurrent start)'
+MODES = (
+    'toolsets=',
+    'ToolSearch',
+    SEQUENTIAL,
+    'proxy, eager',
+    'proxy, lazy: search only',
+    'proxy, lazy: search + call',
+)
 
 
 async def main(argv: list[str] | None = None) -> None:
@@ -170,12 +187,12 @@ async def main(argv: list[str] | None = None) -> None:
             for mode in MODES:  # alternating: load drifts hit every mode alike
                 results[mode].append(await measure(mode, config, pid_file, store))
         load = os.getloadavg()[0]
-    reference = statistics.median(r['first_request_s'] for r in results['toolsets='])
+    reference = statistics.median(r['first_request_s'] for r in results[SEQUENTIAL])
     print(
         f'\n### {args.servers} stdio MCP servers x {args.tools} tools, {args.start_delay:g} s start each '
         f'(median of {args.runs} runs, load {load:.2f})\n'
     )
-    print('| offered as | first model request (s) | vs `toolsets=` | whole run (s) | servers started | server RSS at '
+    print('| offered as | first model request (s) | vs one after another | whole run (s) | servers started | server RSS at '
           'first request (MiB) | left running |')  # fmt: skip
     print('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
     for mode in MODES:
