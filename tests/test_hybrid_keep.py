@@ -39,9 +39,9 @@ TOOLS = 7
 
 
 def searches(capability: ToolProxyCapability[Any], *queries: str) -> list[dict[str, Any]]:
-    """The pages of one real run (`run_sync`, its own loop) that searches each of `queries`, one per step."""
+    """The pages of one real run (`asyncio.run`: its own loop) that searches each of `queries`, one per step."""
     script = Script([[(SEARCH, {'query': q})] for q in queries])
-    result = Agent(script.model, capabilities=[capability]).run_sync('go')
+    result = asyncio.run(Agent(script.model, capabilities=[capability]).run('go'))
     return [page_of(p) for p in returns(result.all_messages()) if p.tool_name == SEARCH]
 
 
@@ -155,10 +155,12 @@ def test_threads_running_one_agent_embed_each_text_once(caplog: pytest.LogCaptur
 
     def run() -> None:
         try:
-            for _ in range(3):  # each run ends before the batch answers, and its loop with it
+            for _ in range(3):  # each run ends before the batch answers
                 agent.run_sync('go')
         except BaseException as e:  # pragma: no cover - reported below
             errors.append(e)
+        finally:  # the thread's loop goes away with the thread (closed here, so no unclosed-socket noise later)
+            asyncio.get_event_loop_policy().get_event_loop().close()
 
     with caplog.at_level(logging.WARNING):
         threads = [threading.Thread(target=run) for _ in range(3)]
