@@ -115,7 +115,7 @@ async def test_a_hung_embedder_call_is_bounded_warned_once_and_retried(
             {'query': 'showers radar'},  # a retry: hangs again (one warning for both), the new tool waits as well
             answer,
             0.4,
-            {'query': UMBRELLA},  # past the retry time: starts the retry, does not wait (not the run's first search)
+            {'query': UMBRELLA},  # past the retry time: starts the retry without waiting (not the run's first search)
             0.3,
             {'query': UMBRELLA},  # the embedder answered meanwhile, every tool has its vector
         ]
@@ -128,7 +128,7 @@ async def test_a_hung_embedder_call_is_bounded_warned_once_and_retried(
     [keyword] = await pages(proxy(), {'query': UMBRELLA})
     assert first == keyword  # keyword page, no error text
     assert names(second)[0] == 'weather.rain_radar'  # by its keywords
-    assert third == keyword  # only a run's first search (or its first after new tools) waits
+    assert names(third)[:1] in (['weather.get_forecast'], [])  # not waited for: by meaning only if it was quick
     assert names(last)[0] == 'weather.get_forecast'  # by meaning: the retry embedded
     assert model.hung == 2
     warnings = warnings_of(caplog)

@@ -268,7 +268,8 @@ class ToolVectors:
         """Fingerprint -> how many searches wait for it (`claim`): kept pending even while no index wants it (a
         concurrent run moved the shared index to its own tools), so interleaved tenants cannot starve each other."""
         self._task: concurrent.futures.Future[None] | None = None
-        """The embedding under way on `embedding_loop` (`wait_for_tools`)."""
+        """The embedding under way on `embedding_loop` (`wait_for_tools`), started by process `_task_pid`."""
+        self._task_pid = 0
         self._key: str | None = None
         """The store key of the model whose vectors are held and attached (`switch_model`)."""
         self._memories: dict[str, tuple[dict[bytes, bytes], int | None, bool, int | None]] = {}
@@ -965,7 +966,7 @@ class ToolVectors:
         deadline = time.monotonic() + wait
         with self.lock:  # one search starts the embedding; the others join it
             task = self._task
-            if task is not None and task.done():
+            if task is not None and (task.done() or self._task_pid != os.getpid()):  # a fork's copy never ends
                 task = self._task = None
             if task is None:
                 if not self._pending or time.monotonic() < self._retry_at:
@@ -973,6 +974,7 @@ class ToolVectors:
                 # The callback scheduling the task copies this thread's context: the fill sees this search's
                 # context (an Embedder.override, for one).
                 task = self._task = asyncio.run_coroutine_threadsafe(self._fill(), embedding_loop())
+                self._task_pid = os.getpid()
         left = deadline - time.monotonic()
         if left <= 0 or task.done():
             return
