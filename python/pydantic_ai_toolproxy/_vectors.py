@@ -11,8 +11,9 @@ missing vectors up to `ToolProxyConfig.embedding_wait` seconds; every search ran
 keywords alone. An embedder error, or an embedder call past `ToolProxyConfig.embedding_timeout`, makes the missing
 tools wait for a retry (`RETRY_SECONDS` later).
 
-Tool texts are embedded on one event loop per process, on a daemon thread of its own (`embedding_loop`), not on the
-loop of the run that asked: a run's `asyncio.run` ending, or threads each running `agent.run_sync` on their own loop,
+Every embedder call (tool texts and queries) runs on one event loop per process, on a daemon thread of its own
+(`embedding_loop`), not on the loop of the run that asked (a provider's HTTP connections belong to the loop that
+opened them, so one loop serves them all): a run's `asyncio.run` ending, or threads each running `agent.run_sync` on their own loop,
 neither cancels a batch in flight nor drops its answer, which is kept in memory and in the store whichever run asked;
 a search joins the one embedding under way. The embedding runs in a copy of the asking search's context, so an
 `Embedder.override(model=...)` active there is the model that embeds.
@@ -43,7 +44,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from pydantic_ai.usage import RequestUsage
 
@@ -110,9 +111,29 @@ MAX_DIMENSIONS = 16_384
 MAX_RUNS_REMEMBERED = 4096
 """Runs whose first search already waited (`ToolVectors.wait_for_tools`), remembered per surface (oldest dropped)."""
 
+T = TypeVar('T')
+
 _LOOP_LOCK = threading.Lock()
 _LOOP: list[tuple[int, asyncio.AbstractEventLoop]] = []
 """The process's embedding loop with the pid that started it (`embedding_loop`)."""
+
+
+async def joined(future: concurrent.futures.Future[T]) -> T:
+    """Await `future` (running on another thread's loop, e.g. `embedding_loop`) from the running loop and return
+    its result (or raise its exception). Cancelling the awaiting task leaves `future` running; a loop that closes
+    while it waits is never called back."""
+    if not future.done():
+        loop = asyncio.get_running_loop()
+        arrived = asyncio.Event()
+
+        def wake(_: object) -> None:
+            if not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+                    loop.call_soon_threadsafe(arrived.set)
+
+        future.add_done_callback(wake)
+        await arrived.wait()
+    return future.result()
 
 
 def embedding_loop() -> asyncio.AbstractEventLoop:
@@ -978,17 +999,8 @@ class ToolVectors:
         left = deadline - time.monotonic()
         if left <= 0 or task.done():
             return
-        loop = asyncio.get_running_loop()
-        arrived = asyncio.Event()
-
-        def wake(_: object) -> None:
-            if not loop.is_closed():
-                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
-                    loop.call_soon_threadsafe(arrived.set)
-
-        task.add_done_callback(wake)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(arrived.wait(), left)
+        with contextlib.suppress(Exception):  # past the wait the fill goes on; it logs its own errors
+            await asyncio.wait_for(joined(task), left)
 
     # --- the query side ---
 
@@ -1004,7 +1016,10 @@ class ToolVectors:
             self._queries.move_to_end((model, query))
             return cached, None
         try:
-            result = await bounded(self.embedder.embedder.embed_query(query), self.config.query_timeout, 'embed_query')
+            call = bounded(self.embedder.embedder.embed_query(query), self.config.query_timeout, 'embed_query')
+            # On the embedding loop too: every embedder call of the process runs on one loop (a provider's HTTP
+            # connections belong to the loop that opened them), in a copy of this search's context.
+            result = await joined(asyncio.run_coroutine_threadsafe(call, embedding_loop()))
             if len(result.embeddings) != 1:
                 raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for one query')
             vector = vector_bytes(result.embeddings[0])
