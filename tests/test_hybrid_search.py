@@ -135,8 +135,8 @@ async def test_slow_first_embedding_ranks_by_keywords_then_by_meaning() -> None:
 
 
 def test_embedding_left_pending_by_a_closed_loop_resumes_in_the_next() -> None:
-    """Each `asyncio.run` (or `run_sync` in a fresh thread) brings its own loop: a background embedding cut off when
-    its loop closed is started again by the next search, on that search's loop."""
+    """Each `asyncio.run` (or `run_sync` in a fresh thread) brings its own loop: the background embedding runs on
+    the process's embedding loop, so the loop closing does not cut it off, and the next run finds the vectors."""
     model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, delay=0.2)
     capability = proxy(model, embedding_wait=0)
     [first] = asyncio.run(pages(capability, {'query': UMBRELLA}))  # the loop closes with the embedding pending
@@ -144,7 +144,7 @@ def test_embedding_left_pending_by_a_closed_loop_resumes_in_the_next() -> None:
     assert model.documents() == []
 
     async def later() -> list[dict[str, Any]]:
-        await pages(capability, {'query': UMBRELLA})  # starts the embedding again, on this loop
+        await pages(capability, {'query': UMBRELLA})
         await asyncio.sleep(0.5)
         return await pages(capability, {'query': UMBRELLA})
 

@@ -312,7 +312,11 @@ class SearchIndex:
         record's vector and ``cF`` the 50th best (the smallest with fewer vectors):
 
         - ``sem = clip((cosine - cF) / (c1 - cF), 0, 1)`` (0 without a vector, or when ``c1 == cF``);
-        - ``kw = keyword score / best keyword score`` (the score of ``search``; 0 for a non-match);
+        - ``kw = e * keyword score / best keyword score`` (the score of ``search``; 0 for a non-match),
+          where the keyword evidence ``e`` (0 to 1) is the summed idf of the query words (not function
+          words or numbers) that the best keyword match holds, over the idf of a word held by 10% of
+          the records, capped at 1: 0 when only function words or numbers match, partial when only
+          very common words do;
         - ``fused = (1 - weight) * kw + weight * sem``.
 
         The ranked records are the keyword matches plus the records closer to the query than the
@@ -340,7 +344,7 @@ class SearchIndex:
         cosine, semantic_share, weight, fused)``, or ``None`` for an unknown key.
 
         ``keyword_score`` is the record's keyword score (``explain``'s ``score``, 0 for a non-match),
-        ``keyword_share = (1 - weight) * kw``, ``cosine`` its cosine with the query vector (``None``
+        ``keyword_share = (1 - weight) * kw`` (``kw`` with the keyword evidence, see there), ``cosine`` its cosine with the query vector (``None``
         without either vector), ``semantic_share = weight * sem``, and ``fused`` their sum, the value
         ``search_hybrid`` ranks by after exact names (see there). Above 3,072 selected vectors the
         50 nearest come from a prefilter's pool: a record the pool left out has ``semantic_share`` 0

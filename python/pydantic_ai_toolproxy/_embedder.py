@@ -1,7 +1,10 @@
 """Resolving `ToolProxyConfig.embedder` to a Pydantic AI `Embedder`, its identity, and vector conversions.
 
 Identity: `f'{model.system}:{model.model_name}'`, plus `:dimensions=N` when the settings fix the output size; the
-store key (`EmbeddingStore` `model`) is the identity + `:` + the dimensions (`native` when the model's own). A
+store key (`EmbeddingStore` `model`) is the identity + `:` + the dimensions (`native` when the model's own). Both are
+of the model that embeds in the caller's context: the configured one, or the model of an active
+`Embedder.override(model=...)` (Pydantic AI's way to swap the model in tests), so a vector is always keyed by the
+model that produced it. A
 model without a name of its own (`named` False: `model_name` missing, blank or `unknown`, as Pydantic AI names a
 `SentenceTransformer` loaded from a folder without a model card) has no unambiguous key: its vectors stay in memory. A
 vector crosses to the Rust core as little-endian float32 bytes (`vector_bytes`). Every embedder call is bounded
@@ -105,8 +108,8 @@ class ResolvedEmbedder:
     def __init__(self, value: Embedder | EmbeddingModel | str) -> None:
         self._value = value
         self._embedder: Embedder | None = value if isinstance(value, Embedder) else None
-        self._identity: str | None = None
-        self._store_key: str | None = None
+        self._keys: dict[int, tuple[EmbeddingModel, str, str]] = {}
+        """id(model) -> (model, identity, store key), per model that embedded in some context."""
 
     @property
     def embedder(self) -> Embedder:
@@ -122,7 +125,15 @@ class ResolvedEmbedder:
         return self._embedder
 
     def _model(self) -> EmbeddingModel:
-        model = self.embedder.model
+        """The model that embeds in the current context: an active `Embedder.override(model=...)`'s, else the
+        configured one."""
+        embedder = self.embedder
+        override = getattr(embedder, '_override_model', None)
+        if override is not None:
+            overriding = override.get()
+            if isinstance(overriding, EmbeddingModel):
+                return overriding
+        model = embedder.model
         if isinstance(model, EmbeddingModel):
             return model
         return infer_embedding_model(model)
@@ -161,23 +172,39 @@ class ResolvedEmbedder:
         dimensions = settings.get('dimensions')
         return dimensions if isinstance(dimensions, int) and not isinstance(dimensions, bool) else None
 
-    @property
-    def identity(self) -> str:
-        """`system:model_name` (plus `:dimensions=N` when set), e.g. `openai:text-embedding-3-small`."""
-        if self._identity is None:
-            model = self._model()
+    def _keyed(self) -> tuple[str, str]:
+        model = self._model()
+        known = self._keys.get(id(model))
+        if known is None or known[0] is not model:
             dimensions = self._dimensions_setting()
             identity = f'{model.system}:{model.model_name}'
-            self._identity = identity if dimensions is None else f'{identity}:dimensions={dimensions}'
-        return self._identity
+            if dimensions is not None:
+                identity = f'{identity}:dimensions={dimensions}'
+            key = f'{identity}:{"native" if dimensions is None else dimensions}'
+            if len(self._keys) >= 64:
+                self._keys.clear()
+            known = self._keys[id(model)] = (model, identity, key)
+        return known[1], known[2]
+
+    @property
+    def identity(self) -> str:
+        """`system:model_name` (plus `:dimensions=N` when set), e.g. `openai:text-embedding-3-small`, of the model
+        that embeds in the current context (an `Embedder.override`'s when one is active).
+
+        Raises:
+            Exception: whatever Pydantic AI raises resolving a model name.
+        """
+        return self._keyed()[0]
 
     @property
     def store_key(self) -> str:
-        """The `EmbeddingStore` model key: the identity + `:` + the dimensions (`native` for the model's own)."""
-        if self._store_key is None:
-            dimensions = self._dimensions_setting()
-            self._store_key = f'{self.identity}:{"native" if dimensions is None else dimensions}'
-        return self._store_key
+        """The `EmbeddingStore` model key of the model that embeds in the current context: its identity + `:` + the
+        dimensions (`native` for the model's own).
+
+        Raises:
+            Exception: whatever Pydantic AI raises resolving a model name.
+        """
+        return self._keyed()[1]
 
     def describe(self) -> str:
         """The identity, or a short description when it cannot be resolved (for log messages)."""

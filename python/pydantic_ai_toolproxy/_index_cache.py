@@ -309,6 +309,12 @@ class SearchIndexCache:
         """Drop the current slot's index (after the core raised). Call with `lock` held."""
         self.current.reset()
 
+    def reset_all(self) -> None:
+        """Drop every slot's index (the embedding model changed: vectors of another model must not stay attached);
+        the next `sync` of each re-indexes its members. Call with `lock` held."""
+        for slot in self.slots:
+            slot.reset()
+
     # --- syncing ---
 
     def keep_up(self, directory: Directory, run_id: str | None) -> None:

@@ -200,13 +200,15 @@ async def _rank_hybrid(
     """
     cache = runtime.search_index
     with cache.lock:
+        if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
+            cache.reset_all()
         try:
             cache.sync(directory, ctx.run_id)
         except RuntimeError as e:
             raise _core_failed(cache, e) from e
         claimed = vectors.claim(cache.index)
     try:
-        await vectors.wait_for_tools(runtime.config.embedding_wait)
+        await vectors.wait_for_tools(runtime.config.embedding_wait, ctx.run_id)
     finally:
         with cache.lock:
             vectors.release(claimed)
@@ -215,7 +217,7 @@ async def _rank_hybrid(
         with cache.lock:
             claimed = vectors.claim(cache.index)
         try:
-            await vectors.wait_for_tools(runtime.config.embedding_wait)  # for their replacements
+            await vectors.wait_for_tools(runtime.config.embedding_wait, ctx.run_id)  # for their replacements
         finally:
             with cache.lock:
                 vectors.release(claimed)

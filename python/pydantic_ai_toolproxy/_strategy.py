@@ -121,16 +121,18 @@ class ToolProxySearchStrategy:
         """Sync (which queues the tools without a vector), wait for tool vectors, embed the queries, then rank."""
         assert self.config is not None
         with self._lock:
+            if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
+                self._reset()
             try:
                 self._sync(tools)
             except RuntimeError:
                 self._reset()
                 raise
-        await vectors.wait_for_tools(self.config.embedding_wait)
+        await vectors.wait_for_tools(self.config.embedding_wait, ctx.run_id)
         query_vectors = [await vectors.query_vector(text) for text in texts]
         stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
         if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
-            await vectors.wait_for_tools(self.config.embedding_wait)
+            await vectors.wait_for_tools(self.config.embedding_wait, ctx.run_id)
         return self._rank(ctx, texts, tools, query_vectors)
 
     def _rank(

@@ -6,9 +6,22 @@ memory, then the `EmbeddingStore`) is attached at once with `SearchIndex.set_vec
 the background with `embed_documents`, in batches within the model's limits, and attached when they arrive. A tool
 whose text changes loses its vector until the new one is known; a removed tool's vector goes with its record.
 
-A search waits for missing vectors up to `ToolProxyConfig.embedding_wait` seconds, then ranks what has no vector
-by keywords alone; an embedder error, or an embedder call past `ToolProxyConfig.embedding_timeout`, makes the
-missing tools wait for a retry (`RETRY_SECONDS` later). Faults are logged on the `pydantic_ai_toolproxy` logger,
+The first search of a run (and the first of a run after its tool set gained texts without a vector) waits for
+missing vectors up to `ToolProxyConfig.embedding_wait` seconds; every search ranks what has no vector yet by
+keywords alone. An embedder error, or an embedder call past `ToolProxyConfig.embedding_timeout`, makes the missing
+tools wait for a retry (`RETRY_SECONDS` later).
+
+Every embedder call (tool texts and queries) runs on one event loop per process, on a daemon thread of its own
+(`embedding_loop`), not on the loop of the run that asked (a provider's HTTP connections belong to the loop that
+opened them, so one loop serves them all): a run's `asyncio.run` ending, or threads each running `agent.run_sync` on their own loop,
+neither cancels a batch in flight nor drops its answer, which is kept in memory and in the store whichever run asked;
+a search joins the one embedding under way. The embedding runs in a copy of the asking search's context, so an
+`Embedder.override(model=...)` active there is the model that embeds.
+
+Vectors are keyed by the model that produced them (`ResolvedEmbedder.store_key` in the context of the call that
+embedded them: the override's model under `Embedder.override`): in memory, in the store, and the query vectors. A search whose
+model differs from the one the held vectors came from (an override entered or left) switches: the indexes drop
+every vector and are rebuilt with the vectors known for that model (`switch_model`). Faults are logged on the `pydantic_ai_toolproxy` logger,
 once per kind until that kind succeeds again; nothing reaches the model.
 
 The embedder decides the dimensionality: store vectors are taken on trust until the embedder produces a vector
@@ -20,16 +33,18 @@ they are dropped, embedded again and replaced in the store, with one warning. A 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import logging
 import operator
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from pydantic_ai.usage import RequestUsage
 
@@ -75,8 +90,6 @@ BATCH_TOKENS = 100_000
 MAX_FAILED_CALLS = 8
 """Failed `embed_documents` calls in a row after which a pass stops (an outage): halving a batch of `BATCH_INPUTS`
 texts down to one refused text fails at most log2(64) + 1 = 7 times in a row."""
-JOIN_POLL_SECONDS = 0.01
-"""How often a search checks an embedding that runs on another thread's event loop (`wait_for_tools`)."""
 QUERY_CACHE_SIZE = 256
 """Recent query vectors kept (least recently used dropped first)."""
 RETRY_SECONDS = 10.0
@@ -95,6 +108,47 @@ UNNAMED = (
 
 MAX_DIMENSIONS = 16_384
 """Most dimensions the core accepts for a vector (`SearchIndex.set_vectors`)."""
+MAX_RUNS_REMEMBERED = 4096
+"""Runs whose first search already waited (`ToolVectors.wait_for_tools`), remembered per surface (oldest dropped)."""
+
+T = TypeVar('T')
+
+_LOOP_LOCK = threading.Lock()
+_LOOP: list[tuple[int, asyncio.AbstractEventLoop]] = []
+"""The process's embedding loop with the pid that started it (`embedding_loop`)."""
+
+
+async def joined(future: concurrent.futures.Future[T]) -> T:
+    """Await `future` (running on another thread's loop, e.g. `embedding_loop`) from the running loop and return
+    its result (or raise its exception). Cancelling the awaiting task leaves `future` running; a loop that closes
+    while it waits is never called back."""
+    if not future.done():
+        loop = asyncio.get_running_loop()
+        arrived = asyncio.Event()
+
+        def wake(_: object) -> None:
+            if not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+                    loop.call_soon_threadsafe(arrived.set)
+
+        future.add_done_callback(wake)
+        await arrived.wait()
+    return future.result()
+
+
+def embedding_loop() -> asyncio.AbstractEventLoop:
+    """The event loop tool texts are embedded on: one per process, running forever on a daemon thread
+    (`pydantic-ai-toolproxy-embedding`), started on first use (again in a forked child, whose copy has no thread).
+    Runs' loops come and go (`asyncio.run` per request, `run_sync` in threads); this one does not, so an embedding
+    in flight is never cancelled by the end of the run that asked for it."""
+    with _LOOP_LOCK:
+        if _LOOP and _LOOP[0][0] == os.getpid() and not _LOOP[0][1].is_closed():
+            return _LOOP[0][1]
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name='pydantic-ai-toolproxy-embedding', daemon=True)
+        thread.start()
+        _LOOP[:] = [(os.getpid(), loop)]
+        return loop
 
 
 def usable_vectors(
@@ -234,10 +288,21 @@ class ToolVectors:
         self._claims: dict[bytes, int] = {}
         """Fingerprint -> how many searches wait for it (`claim`): kept pending even while no index wants it (a
         concurrent run moved the shared index to its own tools), so interleaved tenants cannot starve each other."""
-        self._task: asyncio.Task[None] | None = None
+        self._task: concurrent.futures.Future[None] | None = None
+        """The embedding under way on `embedding_loop` (`wait_for_tools`), started by process `_task_pid`."""
+        self._task_pid = 0
+        self._key: str | None = None
+        """The store key of the model whose vectors are held and attached (`switch_model`)."""
+        self._memories: dict[str, tuple[dict[bytes, bytes], int | None, bool, int | None]] = {}
+        """Store key -> (memory, dimensions, confirmed, expected) of the models not in use now (`switch_model`)."""
+        self._runs: OrderedDict[str, int] = OrderedDict()
+        """Run id -> `_tools_changed` when that run's first search waited (`wait_for_tools`)."""
+        self._tools_changed = 0
+        """Bumped when a followed index gains texts without a vector (a run's next search waits again)."""
         self._retry_at = 0.0
         self._warned: set[str] = set()
-        self._queries: OrderedDict[str, bytes] = OrderedDict()
+        self._queries: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        """(store key of the model, query) -> its vector, the most recent `QUERY_CACHE_SIZE`."""
         self._max_tokens: int | None = None
         self._asked_limit = False
         self._confirmed = False
@@ -265,6 +330,39 @@ class ToolVectors:
             state = self._states[id(index)] = _IndexState(index)
         return state
 
+    def current_key(self) -> str | None:
+        """The store key of the model that embeds in the current context (`ResolvedEmbedder.store_key`), None when
+        it cannot be resolved (a model name that does not resolve: the first embedder call says why)."""
+        try:
+            return self.embedder.store_key
+        except Exception:
+            return None
+
+    def switch_model(self) -> bool:
+        """Make the model that embeds in the current context the one whose vectors are held (call with `lock` held,
+        before the search syncs its index). Returns True when it changed (an `Embedder.override` entered or left
+        since the last search): the vectors held so far are set aside under their model's key, those known for this
+        model are taken up, every followed index is forgotten (the caller resets its indexes, so the next sync
+        re-indexes and re-attaches: no vector of another model stays attached) and the query vectors are this
+        model's. A first search just records the model."""
+        key = self.current_key()
+        if key is None or key == self._key:
+            return False
+        if self._key is None:
+            self._key = key
+            return False
+        self._memories[self._key] = (self.memory, self.dimensions, self._confirmed, self._expected)
+        self.memory, self.dimensions, self._confirmed, self._expected = self._memories.pop(key, ({}, None, False, None))
+        self._key = key
+        self._unverified = {}
+        self._states.clear()
+        self._pending.clear()
+        self._claims.clear()
+        self._generation += 1
+        self._tools_changed += 1
+        self._retry_at = 0.0
+        return True
+
     def forget(self, index: _core.SearchIndex) -> None:
         """The cache dropped `index` (a reset or an evicted member set): stop following it."""
         state = self._states.get(id(index))
@@ -286,6 +384,7 @@ class ToolVectors:
         stale: list[str] = []
         keys: list[str] = []
         vectors: list[bytes] = []
+        gained = False
         memory, pending, waiting = self.memory, self._pending, state.waiting
         texts, fingerprints = self._fingerprints(upserts)
         if not wanted and not attached and not waiting and self._follow_fresh(state, upserts, texts, fingerprints):
@@ -312,6 +411,9 @@ class ToolVectors:
                 if fingerprint not in pending:
                     pending[fingerprint] = text
                 self._wait(state, fingerprint, key)
+                gained = True
+        if gained:
+            self._tools_changed += 1
         if stale:
             index.drop_vectors(stale)
         if keys:
@@ -360,6 +462,8 @@ class ToolVectors:
             waiting.clear()
             return False
         self._pending.update(zip(fingerprints, texts, strict=True))  # a text already pending: the same text
+        if fingerprints:
+            self._tools_changed += 1
         if known:
             self._set(state, known, vectors)
         return True
@@ -392,13 +496,23 @@ class ToolVectors:
             return
         state.attached.update(zip(keys, map(state.wanted.__getitem__, keys), strict=True))
 
-    def apply(self, found: Mapping[bytes, bytes]) -> int:
-        """Vectors `found` (fingerprint -> float32 bytes) became known: keep them and attach them wherever they are
-        wanted. Call with `lock` held. Returns how many index keys got a vector.
+    def apply(self, found: Mapping[bytes, bytes], key: str | None = None) -> int:
+        """Vectors `found` (fingerprint -> float32 bytes) of the model with store key `key` (None: the model in use)
+        became known: keep them and attach them wherever they are wanted. Vectors of another model than the one in
+        use (`switch_model` changed it meanwhile) are kept for that model only, never attached. Call with `lock`
+        held. Returns how many index keys got a vector.
 
         Raises:
             ValueError: a vector's dimensionality differs from the vectors already held.
         """
+        if key is not None and self._key is not None and key != self._key:
+            kept = self._memories.get(key)
+            if kept is not None and found:
+                size = len(next(iter(found.values())))
+                if kept[1] is None or kept[1] * 4 == size:
+                    kept[0].update(found)
+                    self._memories[key] = (kept[0], size // 4, kept[2], kept[3])
+            return 0
         sizes = set(map(len, found.values()))
         if len(sizes) == 1 and (self.dimensions is None or sizes == {self.dimensions * 4}):
             self.dimensions = next(iter(sizes)) // 4
@@ -507,6 +621,7 @@ class ToolVectors:
                     self._pending.setdefault(fingerprint, text)
                     self._wait(state, fingerprint, key)
         self._generation += 1
+        self._tools_changed += 1
         self._retry_at = 0.0
         self._warn(
             'store-value',
@@ -575,7 +690,7 @@ class ToolVectors:
         except Exception:
             return None
 
-    async def _store_get(self, fingerprints: list[bytes]) -> dict[bytes, bytes]:
+    async def _store_get(self, fingerprints: list[bytes], key: str | None = None) -> dict[bytes, bytes]:
         """The store's vectors of `fingerprints` that are usable (`usable_vectors`); the others are embedded again
         (one warning). A store error: `{}` (one warning). Store calls run in a worker thread (`asyncio.to_thread`):
         a store may wait (a SQLite lock up to its busy timeout, a network database), never on the event loop."""
@@ -583,7 +698,7 @@ class ToolVectors:
         if store is None or not fingerprints:
             return {}
         try:
-            key = self.embedder.store_key
+            key = key or self.embedder.store_key
             found = await asyncio.to_thread(store.get_many, key, fingerprints)
             usable, dropped = usable_vectors(found, fingerprints, self.expected_dimensions())
         except Exception as e:
@@ -609,12 +724,14 @@ class ToolVectors:
         except Exception:
             return None
 
-    async def _store_put(self, items: dict[bytes, bytes]) -> None:
+    async def _store_put(self, items: dict[bytes, bytes], key: str | None = None) -> None:
+        """Write `items` to the store under `key`, the store key of the model that produced them (None: the model
+        of the current context). A store error: one warning, the vectors stay in memory."""
         store = self.store()
         if store is None or not items:
             return
         try:
-            key = self.embedder.store_key
+            key = key or self.embedder.store_key
             await asyncio.to_thread(store.put_many, key, items)
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache write failed, vectors stay in memory: {e!r}')
@@ -694,6 +811,7 @@ class ToolVectors:
         """
         limit = await self._limit()
         embedder = self.embedder.embedder
+        key = self.current_key()  # the model that embeds here (the context's override, if any)
         out: dict[bytes, bytes] = {}
         batch: list[tuple[bytes, str]] = []
         tokens = 0
@@ -729,10 +847,10 @@ class ToolVectors:
             counts.embedded += len(found)
             self.embedded += len(found)
             with self.lock:
-                if found:
+                if found and (self._key is None or key == self._key):
                     self.adopt_dimensions(len(next(iter(found.values()))) // 4)
-                self.apply(found)
-            await self._store_put(found)
+                self.apply(found, key)
+            await self._store_put(found, key)
             out.update(found)
             if progress is not None:
                 progress(len(found))
@@ -813,9 +931,12 @@ class ToolVectors:
         once, retried `RETRY_SECONDS` later."""
         done: set[bytes] = set()
         generation = self._generation
+        key = self.current_key()
         try:
             while True:
                 with self.lock:
+                    if key is not None and self._key is not None and key != self._key:
+                        break  # the model in use changed: a search of the other model starts its own embedding
                     if generation != self._generation:  # stale store vectors were dropped: try their texts again
                         generation = self._generation
                         done.clear()
@@ -825,11 +946,12 @@ class ToolVectors:
                 if not pending:
                     break
                 done.update(pending)  # each text is tried once per fill, so a text the core refuses cannot loop
-                found = await self._store_get(list(pending))
+                found = await self._store_get(list(pending), key)
                 if found:
                     with self.lock:
-                        self.apply(found)
-                        self.note_store(found, pending)
+                        if key is None or self._key is None or key == self._key:
+                            self.apply(found)
+                            self.note_store(found, pending)
                 missing = {} if len(found) == len(pending) else {fp: t for fp, t in pending.items() if fp not in found}
                 if missing:
                     await self.embed_texts(missing, EmbedCounts())
@@ -842,36 +964,43 @@ class ToolVectors:
                 f'vector rank by keywords alone, retrying in {RETRY_SECONDS:g} s.',
             )
 
-    async def wait_for_tools(self, wait: float) -> None:
-        """Start (or join) embedding the pending texts and wait for it up to `wait` seconds; it goes on past that.
+    async def wait_for_tools(self, wait: float, run_id: str | None = None) -> None:
+        """Start (or join) embedding the pending texts on the process's embedding loop (`embedding_loop`) and wait
+        for it up to `wait` seconds; it goes on past that, and past the end of this run and its event loop.
 
-        An embedding running on another thread's loop (runs of one capability in several threads) is joined by
-        polling it every `JOIN_POLL_SECONDS`, so each text is embedded once; one left on a loop that stopped
-        running (its `asyncio.run` ended) is replaced by one on this loop."""
+        Only a run's first search waits (and its first after the run's tools gained texts without a vector): a
+        later search of run `run_id` starts or joins the embedding without waiting, and ranks what has a vector.
+        Without a `run_id` every call waits. The embedding runs in a copy of this call's context (an
+        `Embedder.override` active here is the model that embeds); one embedding at a time per surface, joined by
+        every search of every thread and loop, so each text is embedded once."""
+        if run_id is not None:
+            with self.lock:
+                if self._runs.get(run_id) == self._tools_changed:
+                    wait = 0.0
+                else:
+                    self._runs[run_id] = self._tools_changed
+                    self._runs.move_to_end(run_id)
+                    while len(self._runs) > MAX_RUNS_REMEMBERED:
+                        self._runs.popitem(last=False)
         if not self._pending or not self.background:
             return
-        loop = asyncio.get_running_loop()
         deadline = time.monotonic() + wait
-        while True:
-            with self.lock:  # one thread starts the embedding; the others join it
-                task = self._task
-                if task is not None and (
-                    task.done() or (task.get_loop() is not loop and not task.get_loop().is_running())
-                ):
-                    task = self._task = None
-                if task is None:
-                    if not self._pending or time.monotonic() < self._retry_at:
-                        return
-                    task = self._task = loop.create_task(self._fill())
-            if task.get_loop() is loop:
-                break
-            if time.monotonic() >= deadline:  # still embedding over there: this search ranks what has a vector
-                return
-            await asyncio.sleep(JOIN_POLL_SECONDS)
+        with self.lock:  # one search starts the embedding; the others join it
+            task = self._task
+            if task is not None and (task.done() or self._task_pid != os.getpid()):  # a fork's copy never ends
+                task = self._task = None
+            if task is None:
+                if not self._pending or time.monotonic() < self._retry_at:
+                    return
+                # The callback scheduling the task copies this thread's context: the fill sees this search's
+                # context (an Embedder.override, for one).
+                task = self._task = asyncio.run_coroutine_threadsafe(self._fill(), embedding_loop())
+                self._task_pid = os.getpid()
         left = deadline - time.monotonic()
-        if left > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(task), left)
+        if left <= 0 or task.done():
+            return
+        with contextlib.suppress(Exception):  # past the wait the fill goes on; it logs its own errors
+            await asyncio.wait_for(joined(task), left)
 
     # --- the query side ---
 
@@ -881,12 +1010,16 @@ class ToolVectors:
         cache (`QUERY_CACHE_SIZE`)."""
         if not query.strip():
             return None, 'browse'
-        cached = self._queries.get(query)
+        model = self.current_key() or ''
+        cached = self._queries.get((model, query))
         if cached is not None:
-            self._queries.move_to_end(query)
+            self._queries.move_to_end((model, query))
             return cached, None
         try:
-            result = await bounded(self.embedder.embedder.embed_query(query), self.config.query_timeout, 'embed_query')
+            call = bounded(self.embedder.embedder.embed_query(query), self.config.query_timeout, 'embed_query')
+            # On the embedding loop too: every embedder call of the process runs on one loop (a provider's HTTP
+            # connections belong to the loop that opened them), in a copy of this search's context.
+            result = await joined(asyncio.run_coroutine_threadsafe(call, embedding_loop()))
             if len(result.embeddings) != 1:
                 raise ValueError(f'the embedder returned {len(result.embeddings)} vectors for one query')
             vector = vector_bytes(result.embeddings[0])
@@ -906,7 +1039,7 @@ class ToolVectors:
             return None, 'embedder-error'
         self._ok('query-timeout')
         self._ok('query-error')
-        self._queries[query] = vector
+        self._queries[(model, query)] = vector
         if len(self._queries) > QUERY_CACHE_SIZE:
             self._queries.popitem(last=False)
         return vector, None
@@ -922,8 +1055,9 @@ class ToolVectors:
         )
 
     def cached_query_vector(self, query: str) -> bytes | None:
-        """The query's vector if a recent search embedded it (no embedder call), else None."""
-        return self._queries.get(query)
+        """The query's vector by the model of the current context if a recent search embedded it (no embedder
+        call), else None."""
+        return self._queries.get((self.current_key() or '', query))
 
 
 def surface_texts(capability: ProxySurface, tools: Mapping[str, ToolsetTool[Any]]) -> dict[bytes, str]:

@@ -63,10 +63,12 @@ class ToolProxyConfig:
             half of the queries of `bash scripts/bench-quality`): `fused = (1 - w) *
             keyword share + w * semantic share`. 0 ranks exactly as keyword search.
         embedding_cache: Where tool vectors persist across processes: `DEFAULT_EMBEDDING_CACHE` (the default: the
-            file `default_embedding_cache_path()` names when first opened), a SQLite file path, any
+            file `default_embedding_cache_path()` names when first opened), a SQLite file path (`~` expanded), any
             `EmbeddingStore`, or None for memory only. Opened only with an embedder, at the first search.
-        embedding_wait: Seconds a search waits for tool vectors still being computed, 0-600 (default 5.0). Past
-            it the search ranks the tools without a vector by keywords alone; embedding goes on in the background.
+        embedding_wait: Seconds a search waits for tool vectors still being computed, 0-600 (default 5.0): only the
+            first search of a run, or the first of a run after its tool set gained texts without a vector, waits;
+            later searches of that run rank what has no vector yet by keywords alone at once. Embedding goes on in
+            the background (on the process's embedding thread) past the wait and past the run.
         query_timeout: Seconds a search waits for `embed_query`, more than 0 and at most 600 (default 5.0). Past
             it, or on an embedder error, that search is a keyword search (one logged warning, nothing for the model).
         embedding_timeout: Seconds each embedder call for tool texts may take (`embed_documents` of one batch,

@@ -177,7 +177,8 @@ class SQLiteEmbeddingStore:
     ```
 
     Args:
-        path: The cache file (`str` or path-like); `default_embedding_cache_path()` is the documented default.
+        path: The cache file (`str` or path-like; a leading `~` or `~user` is expanded, as everywhere a path is
+            taken); `default_embedding_cache_path()` is the documented default.
         timeout: Seconds to wait for another process's lock (SQLite's busy timeout) before falling back, > 0.
 
     Raises:
@@ -190,7 +191,7 @@ class SQLiteEmbeddingStore:
             raise ValueError(f'SQLiteEmbeddingStore path must be a non-empty str or path, got {path!r}')
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ValueError(f'SQLiteEmbeddingStore timeout must be a positive number of seconds, got {timeout!r}')
-        self.path = Path(raw)
+        self.path = Path(raw).expanduser()
         self.timeout = float(timeout)
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None

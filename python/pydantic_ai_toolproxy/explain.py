@@ -47,7 +47,9 @@ class SearchExplanation:
             fields or its group's description), the higher.
         matches: Every word's gain per field, in query order; empty when nothing matched.
         keyword_share: Hybrid search only (None otherwise): the keyword part of `fused`, `(1 - weight) * kw`, where
-            `kw` = `score` / the best keyword score among the searched tools (0 for a tool the keywords miss).
+            `kw` = `score` / the best keyword score among the searched tools (0 for a tool the keywords miss), times
+            the query's keyword evidence (0 to 1; 0 when only function words or numbers matched, see
+            docs/hybrid-search.md).
         cosine: Hybrid search only: the cosine between the query's vector and the tool's (quantized) vector, or
             None when the tool has no vector yet.
         semantic: Hybrid search only: the normalized semantic score `clip((cosine - c50) / (c1 - c50), 0, 1)`,

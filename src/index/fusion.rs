@@ -8,7 +8,20 @@
 //!   fewer); `sem(t) = clip((cos(t) - cF) / (c1 - cF), 0, 1)` (0 when `c1 == cF`, or without a
 //!   vector).
 //! * `kw(t)`: the keyword score ([`super::maxscore`]) over the best keyword score in `S` (0 for a
-//!   document the query does not match, and when nothing has a positive score).
+//!   document the query does not match, and when nothing has a positive score), times the query's
+//!   keyword *evidence* `e` in `[0, 1]`: how much the query's words actually matched. Its matched
+//!   mass is the summed `idf` (Lucene's, over the live documents; `df` as the keyword plan bounds
+//!   it: its own term's, or its stem class's largest member's when smaller) of the distinct query
+//!   words of query weight 1 (not function words or numbers, see [`analysis::STOPWORD_WEIGHT`])
+//!   that the best keyword match `b` holds, in its own fields, through its stem class, or in its
+//!   group's description (a word only a group description holds counts at `idf(0)`).
+//!   `e = min(1, matched mass / idf(ceil(COMMON_SHARE * live)))`: a match on one word rarer than
+//!   [`COMMON_SHARE`] of the documents, or on several more common ones, is full evidence; a match
+//!   on only very common words is partial; a match on only function words or numbers is none
+//!   (`e = 0`: such matches then only order documents of equal `sem`, the keyword score being the
+//!   second key, and never outrank a closer vector). `b` is the match with the best keyword score,
+//!   an exact name before others at equal scores, then the smallest tie-break ordinal (so every
+//!   keyword top holding it, the ranking's and `explain_hybrid`'s, picks the same one).
 //! * `fused(t) = (1 - w) * kw(t) + w * sem(t)`.
 //! * The ranked documents `R`: the keyword matches and the documents with `sem > 0` (closer than
 //!   the `cF`, so fewer than [`NEAREST_POOL`]); `total = |R|`.
@@ -29,13 +42,21 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use super::analysis::QueryToken;
 use super::collector::ScoredDoc;
+use super::postings::find;
+use super::scorer::Scorer;
 use super::vectors::{parse_rows, QueryVector, Vectors};
 use super::{analysis, SearchIndex};
 
 /// `F`: the query's nearest documents whose cosines set the semantic scale (`cF` is the `F`-th
 /// best); only documents closer than the `F`-th have a semantic share.
 pub const NEAREST_POOL: usize = 50;
+
+/// A word held by this share of the live documents is "very common": matching only such words (or
+/// less) is partial keyword evidence (see the module docs). Chosen on the development halves of
+/// the benchmark sets (`bench/keyword_evidence.py`, docs/search-quality.md).
+pub const COMMON_SHARE: f32 = 0.1;
 
 /// Why one document has its hybrid rank.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,8 +65,10 @@ pub struct HybridExplanation {
     pub exact: bool,
     /// The keyword score ([`SearchIndex::explain`]'s `score`), 0 when the query does not match.
     pub keyword_score: f32,
-    /// `(1 - weight) * keyword_score / best keyword score`.
+    /// `(1 - weight) * evidence * keyword_score / best keyword score`.
     pub keyword_share: f32,
+    /// The query's keyword evidence `e` in `[0, 1]` (see the module docs).
+    pub evidence: f32,
     /// The cosine with the query vector (`None`: no query vector or no tool vector).
     pub cosine: Option<f32>,
     /// `weight * sem`, `sem = clip((cosine - cF) / (c1 - cF), 0, 1)`.
@@ -85,9 +108,13 @@ fn semantic(cosine: f32, scale: (f32, f32)) -> f32 {
     }
 }
 
-/// `(1 - weight) * keyword / best + weight * sem`, with its two shares.
-fn fuse(keyword: f32, best: f32, sem: f32, weight: f32) -> (f32, f32, f32) {
-    let normalized = if best > 0.0 { keyword / best } else { 0.0 };
+/// `(1 - weight) * evidence * keyword / best + weight * sem`, with its two shares.
+fn fuse(keyword: f32, best: f32, evidence: f32, sem: f32, weight: f32) -> (f32, f32, f32) {
+    let normalized = if best > 0.0 {
+        keyword / best * evidence
+    } else {
+        0.0
+    };
     let keyword_share = (1.0 - weight) * normalized;
     let semantic_share = weight * sem;
     (
@@ -214,10 +241,12 @@ impl SearchIndex {
         by_keyword.retain(|scored| extra.binary_search(&scored.doc).is_err());
         let by_vector = self.score_docs(&tokens, &exact, allowed, &extra, &group_gains);
         let best = best_keyword(by_keyword.iter().chain(&by_vector));
+        let evidence = self.evidence(query, &tokens, best);
+        let best = best.map_or(0.0, |scored| scored.score);
         let fused = |scored: &ScoredDoc, sem: f32| HybridDoc {
             doc: scored.doc,
             exact: scored.exact,
-            fused: fuse(scored.score, best, sem, weight).2,
+            fused: fuse(scored.score, best, evidence, sem, weight).2,
             keyword: scored.score,
             ordinal: scored.ordinal,
         };
@@ -268,17 +297,22 @@ impl SearchIndex {
         let mut tokens = self.query_tokens(query, allowed);
         let exact = self.exact_matches(query, allowed);
         let browsing = tokens.is_empty() && exact.is_empty() && analysis::nothing_to_find(query);
-        let (keyword_score, best) = if browsing {
-            (0.0, 0.0)
+        let (keyword_score, best, evidence) = if browsing {
+            (0.0, 0.0, 0.0)
         } else {
             let group_gains = self.group_gains(query);
             let keep = exact.len().saturating_add(1);
             let (_, top) =
                 self.score_deciding(&mut tokens, &exact, allowed, keep, true, &group_gains);
             // The record's score as the ranking computes it (as if selected, when it is not).
-            let own = self.score_docs(&tokens, &exact, allowed, &[doc], &group_gains)[0].score;
-            let best = best_keyword(top.iter());
-            (own, if selected { best.max(own) } else { best })
+            let own = self.score_docs(&tokens, &exact, allowed, &[doc], &group_gains)[0];
+            let best = if selected {
+                best_keyword(top.iter().chain([&own]))
+            } else {
+                best_keyword(top.iter())
+            };
+            let evidence = self.evidence(query, &tokens, best);
+            (own.score, best.map_or(0.0, |best| best.score), evidence)
         };
         let is_exact = !browsing && self.exact_matches(query, None).contains(&doc);
         let vector = vector.filter(|_| !browsing);
@@ -301,11 +335,13 @@ impl SearchIndex {
             }
             _ => 0.0,
         };
-        let (keyword_share, semantic_share, fused) = fuse(keyword_score, best, sem, weight);
+        let (keyword_share, semantic_share, fused) =
+            fuse(keyword_score, best, evidence, sem, weight);
         Ok(Some(HybridExplanation {
             exact: is_exact,
             keyword_score,
             keyword_share,
+            evidence,
             cosine,
             semantic_share,
             weight,
@@ -314,10 +350,71 @@ impl SearchIndex {
     }
 }
 
-/// The best keyword score of `scored` (a keyword top that holds every exact match and the best
-/// other documents, with the vector candidates).
-fn best_keyword<'a>(scored: impl Iterator<Item = &'a ScoredDoc>) -> f32 {
-    scored.fold(0.0f32, |best, scored| best.max(scored.score))
+/// The best keyword match of `scored` (a keyword top that holds every exact match and the best
+/// other documents, with the vector candidates): the highest positive score, an exact name before
+/// others at equal scores, then the smallest tie-break ordinal (the first of them in keyword order,
+/// so every keyword top that holds it picks the same one). `None` when nothing scores above 0.
+fn best_keyword<'a>(scored: impl Iterator<Item = &'a ScoredDoc>) -> Option<&'a ScoredDoc> {
+    scored.filter(|scored| scored.score > 0.0).min_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| b.exact.cmp(&a.exact))
+            .then_with(|| a.ordinal.cmp(&b.ordinal))
+    })
+}
+
+impl SearchIndex {
+    /// The query's keyword evidence `e` for its best keyword match `best` (see the module docs):
+    /// 0 without a match or without a word of query weight 1.
+    fn evidence(&self, query: &str, tokens: &[QueryToken<'_>], best: Option<&ScoredDoc>) -> f32 {
+        let Some(best) = best else { return 0.0 };
+        let doc = best.doc;
+        let words: Vec<&QueryToken<'_>> =
+            tokens.iter().filter(|token| token.weight >= 1.0).collect();
+        if words.is_empty() {
+            return 0.0;
+        }
+        let scorer = Scorer::new(self, None);
+        let group = self.doc_group[doc as usize];
+        let mut in_group_text: Vec<String> = Vec::new();
+        self.each_group_gain(query, |id, token, _| {
+            if id == group {
+                in_group_text.push(token.to_owned());
+            }
+        });
+        let mut matched = 0.0f32;
+        for token in words {
+            let mut df = usize::MAX;
+            let mut holds = false;
+            if let Some(term) = token.term {
+                let list = scorer.postings(term);
+                df = scorer.live_df(list);
+                holds = find(list, doc).is_some();
+            }
+            if token.has_variants() {
+                let mut largest = 0;
+                for &member in token.class.iter() {
+                    let list = scorer.postings(member);
+                    largest = largest.max(scorer.live_df(list));
+                    holds = holds || find(list, doc).is_some();
+                }
+                df = df.min(largest);
+            }
+            let in_group = in_group_text.iter().any(|text| **text == *token.text);
+            if df != usize::MAX && (holds || in_group) {
+                matched += scorer.idf(df);
+            } else if in_group {
+                // Found only in the group's description (no document holds it).
+                matched += scorer.idf(0);
+            }
+        }
+        let full = scorer.idf(((self.live as f32) * COMMON_SHARE).ceil() as usize);
+        if full > 0.0 {
+            (matched / full).clamp(0.0, 1.0)
+        } else {
+            0.0
+        }
+    }
 }
 
 /// The first `count` of two lists sorted by [`fused_order`], merged.
@@ -410,6 +507,7 @@ mod tests {
         };
         let keyword: std::collections::HashMap<u32, ScoredDoc> =
             best.iter().map(|s| (s.doc, *s)).collect();
+        let evidence = index.evidence(query, &tokens, best_keyword(best.iter()));
         let best = best.iter().fold(0.0f32, |b, s| b.max(s.score));
         let mut ranked: Vec<HybridDoc> = Vec::new();
         cosines.sort_unstable_by_key(|c| c.0);
@@ -425,7 +523,7 @@ mod tests {
             ranked.push(HybridDoc {
                 doc,
                 exact: found.is_some_and(|s| s.exact),
-                fused: fuse(score, best, sem, weight).2,
+                fused: fuse(score, best, evidence, sem, weight).2,
                 keyword: score,
                 ordinal: index.tie_break_ordinals[doc as usize],
             });
@@ -497,6 +595,103 @@ mod tests {
         assert!(
             (explained.fused - explained.keyword_share - explained.semantic_share).abs() < 1e-6
         );
+    }
+
+    #[test]
+    fn a_match_on_function_words_alone_is_no_keyword_evidence() {
+        // The docs' hybrid example beside six tools whose descriptions say "an": the query's only
+        // keyword match is the function word `an`, which must not outrank the nearest vector.
+        let mut index = SearchIndex::new();
+        let tools = [
+            ("weather", "get_forecast", "Weather forecast for a city."),
+            ("mail", "send_email", "Send an email to a recipient."),
+            ("calendar", "create_event", "Create an event in a calendar."),
+            ("files", "open_archive", "Open an archive file."),
+            (
+                "billing",
+                "issue_invoice",
+                "Issue an invoice to a customer.",
+            ),
+            ("users", "add_user", "Add an account for a user."),
+            ("tickets", "file_ticket", "File an issue in the tracker."),
+        ];
+        index.upsert(
+            tools
+                .iter()
+                .map(|&(group, tool, text)| record(group, tool, text)),
+        );
+        let keys: Vec<String> = tools.iter().map(|&(g, t, _)| format!("{g}__{t}")).collect();
+        // get_forecast is by far the nearest (0.74); the others lie at 0.2-0.45.
+        let rows: Vec<f32> = [
+            [0.74, 0.6726, 0.0],
+            [0.45, 0.0, 0.893],
+            [0.4, 0.1, 0.911],
+            [0.35, 0.2, 0.915],
+            [0.3, 0.3, 0.905],
+            [0.25, 0.4, 0.882],
+            [0.2, 0.5, 0.843],
+        ]
+        .concat();
+        index.set_vectors(&keys, &bytes(&rows), 3).unwrap();
+        let query = [1.0, 0.0, 0.0];
+        let text = "should I bring an umbrella";
+        assert_eq!(
+            search(&index, text, None, 0, 10).0,
+            6,
+            "`an` matches the six"
+        );
+        let (_, page) = hybrid(&index, text, Some(&query), None, (0, 5), 0.35);
+        assert_eq!(page[0], "weather__get_forecast", "{page:?}");
+        // Only closeness orders them now: the cosine order, `an` only breaking ties.
+        assert_eq!(&page[1..], &keys[1..5], "{page:?}");
+        let explained = index
+            .explain_hybrid(text, Some(&bytes(&query)), None, "mail__send_email", 0.35)
+            .unwrap()
+            .unwrap();
+        assert_eq!((explained.evidence, explained.keyword_share), (0.0, 0.0));
+        assert!(explained.keyword_score > 0.0);
+        // A content word found is full evidence again: the keyword share as before this rule.
+        let explained = index
+            .explain_hybrid(
+                "send an email",
+                Some(&bytes(&query)),
+                None,
+                "mail__send_email",
+                0.35,
+            )
+            .unwrap()
+            .unwrap();
+        assert!((explained.evidence - 1.0).abs() < f32::EPSILON);
+        assert!(
+            (explained.keyword_share - 0.65).abs() < 1e-6,
+            "{explained:?}"
+        );
+    }
+
+    #[test]
+    fn a_match_on_very_common_words_alone_is_partial_evidence() {
+        // `list` is held by every tool (idf ~0.05), `weather` and `forecast` by one each: a best
+        // match holding only `list` is a fraction of full evidence; holding a rare word, full.
+        let mut index = SearchIndex::new();
+        index.upsert((0..30).map(|i| record("g", &format!("list_{i}"), "list things")));
+        index.upsert([record("w", "list_forecasts", "list weather forecasts")]);
+        let keys: Vec<String> = (0..30)
+            .map(|i| format!("g__list_{i}"))
+            .chain(["w__list_forecasts".to_owned()])
+            .collect();
+        let rows: Vec<f32> = (0..31).flat_map(|i| [1.0, i as f32 / 10.0]).collect();
+        index.set_vectors(&keys, &bytes(&rows), 2).unwrap();
+        let vector = bytes(&[1.0, 0.0]);
+        let evidence = |query: &str| {
+            index
+                .explain_hybrid(query, Some(&vector), None, "g__list_0", 0.35)
+                .unwrap()
+                .unwrap()
+                .evidence
+        };
+        let common = evidence("list umbrellas");
+        assert!(common > 0.0 && common < 0.1, "{common}");
+        assert!((evidence("list weather") - 1.0).abs() < f32::EPSILON);
     }
 
     #[test]
