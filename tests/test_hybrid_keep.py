@@ -30,7 +30,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from support import SEARCH, Script, page_of, returns
 from test_hybrid_search import SYNONYMS, UMBRELLA, names, pages, proxy
 
-from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability
+from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig
 from pydantic_ai_toolproxy._vectors import open_store
 
 LOGGER = 'pydantic_ai_toolproxy'
@@ -141,7 +141,10 @@ def test_a_run_ending_mid_batch_keeps_the_embedders_answer(caplog: pytest.LogCap
         collect()
     assert names(second)[0] == 'weather.get_forecast'
     assert sorted(model.documents()) == sorted(set(model.documents())) and len(model.documents()) == TOOLS
-    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    # one line says why the first search ranked by keywords (issue 27: a silent fallback hid a cache miss)
+    [fallback] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert fallback.startswith('hybrid search ranked by keywords only (no-vectors: ')
+    assert f'{TOOLS} of {TOOLS} tools lack a vector' in fallback
 
 
 def test_threads_running_one_agent_embed_each_text_once(caplog: pytest.LogCaptureFixture) -> None:
@@ -199,3 +202,32 @@ def test_a_tilde_cache_path_is_under_home(tmp_path: Path, monkeypatch: pytest.Mo
     with SQLiteEmbeddingStore(Path('~') / 'vectors.sqlite3') as again:  # path-like too; the vectors are there
         assert len(again.get_many('bag:bag:native', [bytes(16)])) == 0
         assert again.path == home / 'vectors.sqlite3'
+
+
+async def test_a_cache_filled_for_other_texts_is_said_once_when_search_falls_back(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 27: `toolproxy embed` and the agent computed different tool texts (other group descriptions), so the
+    cache holds none of the agent's vectors: the first search waits, ranks by keywords, and one host line says so
+    with the count of tools without a vector; a later search that ranks by meaning clears it."""
+    from test_hybrid_search import DESCRIPTIONS, catalogue
+
+    from pydantic_ai_toolproxy import ToolProxyGroup
+
+    store = DictStore()
+    filled = proxy(BagOfWordsModel(dimensions=64, synonyms=SYNONYMS), embedding_cache=store)
+    await pages(filled, {'query': UMBRELLA})  # what `toolproxy embed` stored, under the first descriptions
+    assert len(store.data) == TOOLS
+    sources = catalogue()
+    slow = BagOfWordsModel(dimensions=64, synonyms=SYNONYMS, delay=0.5)
+    other = ToolProxyCapability(
+        groups={g: ToolProxyGroup(source=sources[g], description=DESCRIPTIONS[g] + ' (renamed)') for g in sources},
+        config=ToolProxyConfig(embedder=slow, embedding_cache=store, embedding_wait=0.05),
+    )
+    with caplog.at_level(logging.WARNING, LOGGER):
+        [first] = await pages(other, {'query': UMBRELLA})
+    logged = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert len(logged) == 1, logged
+    assert 'ranked by keywords only (no-vectors' in logged[0] and f'{TOOLS} of {TOOLS} tools lack a vector' in logged[0]
+    assert 'other group descriptions' in logged[0]
+    assert 'weather.get_forecast' not in names(first)  # ranked by keywords: nothing matches the umbrella

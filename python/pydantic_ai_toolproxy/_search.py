@@ -233,8 +233,10 @@ async def _rank_hybrid(
                     vectors.dimension_mismatch(len(query_vector) // 4)
             if reason is None and query_vector is not None:
                 total, keys = cache.index.search_hybrid(query, query_vector, groups, offset, limit, vectors.weight)
+                vectors.ranked(None, with_vectors, tools)
                 return total, keys, Ranking('hybrid', None, with_vectors, tools)
             total, keys = cache.index.search(query, groups, offset, limit)
+            vectors.ranked(reason, with_vectors, tools)
             return total, keys, Ranking('keyword', reason, with_vectors, tools)
         except RuntimeError as e:
             raise _core_failed(cache, e) from e

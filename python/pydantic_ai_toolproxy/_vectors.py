@@ -250,6 +250,16 @@ class _IndexState:
     waiting: dict[bytes, str | list[str]] = field(default_factory=dict)
 
 
+_FALLBACK_REASONS: dict[str, str] = {
+    'query-timeout': "the query's embedding took longer than query_timeout",
+    'embedder-error': 'the embedder failed on the query (its warning says why)',
+    'no-vectors': 'no tool has a vector yet (the embedder is still working, or failing: see its warnings; or '
+    'the cache holds vectors of other tool texts than this agent computes, e.g. other group descriptions)',
+    'dimensions': "the query vector's size differs from the tools' vectors",
+}
+"""Why a search of a surface with an embedder ranked by keywords (`_search.Ranking.reason`), as logged once."""
+
+
 class ToolVectors:
     """Tool and query vectors of one proxy surface (see the module docstring).
 
@@ -649,6 +659,26 @@ class ToolVectors:
         return len(state.attached), len(state.wanted)
 
     # --- warnings ---
+
+    def ranked(self, reason: str | None, with_vectors: int, tools: int) -> None:
+        """Note one search's ranking: a search that fell back to keywords (`reason`, not an empty query) logs one
+        warning per reason until a search ranks hybrid again, naming the reason and how many tools lack vectors,
+        unless the cause was logged already (an embedder failure or timeout, a dimension change): the silent case is
+        a cache that holds no vector of the texts this agent computes while the embedder is still at work."""
+        if reason is None:
+            for kind in _FALLBACK_REASONS:
+                self._ok(f'fallback:{kind}')
+            return
+        why = _FALLBACK_REASONS.get(reason)
+        if why is None:  # 'browse': an empty query is never ranked by meaning
+            return
+        if self._warned & {'embed', 'query-timeout', 'query-error', 'dimensions', 'store-value'}:
+            return  # the cause was logged already, with what to do
+        self._warn(
+            f'fallback:{reason}',
+            f'hybrid search ranked by keywords only ({reason}: {why}); {tools - with_vectors:,} of {tools:,} tools '
+            'lack a vector. Logged once until a search ranks by meaning again.',
+        )
 
     def _warn(self, kind: str, message: str) -> None:
         if kind not in self._warned:
