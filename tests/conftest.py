@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 
@@ -21,3 +23,28 @@ def _reset_calls() -> None:
 def _listing_cache_of_the_test(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's default MCP listing cache is a file of its own (never the user's ~/.cache one)."""
     monkeypatch.setenv('TOOLPROXY_LISTING_CACHE', str(tmp_path_factory.mktemp('listings') / 'mcp-listings.sqlite3'))
+
+
+@pytest.fixture(autouse=True)
+def _no_embedding_left_running() -> Any:
+    """Cancel what a test left on the process-wide embedding loop (a hung test embedder keeps its call until
+    `embedding_timeout`), so it cannot finish, and log, inside the next test."""
+    yield
+    import asyncio
+    import contextlib
+
+    from pydantic_ai_toolproxy import _vectors
+
+    with _vectors._LOOP_LOCK:
+        loops = [loop for _, loop in _vectors._LOOP if not loop.is_closed()]
+    for loop in loops:
+
+        async def cancel_the_rest() -> None:
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=2.0)
+
+        with contextlib.suppress(Exception):  # a loop stopping meanwhile: nothing left to cancel
+            asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(timeout=5.0)
