@@ -34,7 +34,8 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -169,30 +170,35 @@ class SQLiteListingStore:
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
         self.path = Path(os.path.expanduser(os.fspath(path)))
         self._timeout = timeout
-        self._local = threading.local()
 
     def __repr__(self) -> str:
         return f'SQLiteListingStore({os.fspath(self.path)!r})'
 
-    def _connection(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, 'conn', None)
-        if conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one call, closed after it (a store is read once per server and written at each live
+        start: no connection is kept open between them)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
+        try:
             conn.execute('PRAGMA journal_mode=WAL')
             conn.execute('CREATE TABLE IF NOT EXISTS mcp_listings (key TEXT PRIMARY KEY, entry TEXT NOT NULL)')
-            self._local.conn = conn
-        return conn
+            yield conn
+        finally:
+            conn.close()
 
     def get(self, key: str) -> ServerListing | None:
-        row = self._connection().execute('SELECT entry FROM mcp_listings WHERE key = ?', (key,)).fetchone()
+        with self._connection() as conn:
+            row = conn.execute('SELECT entry FROM mcp_listings WHERE key = ?', (key,)).fetchone()
         return None if row is None else ServerListing.from_json(row[0])
 
     def put(self, key: str, listing: ServerListing) -> None:
-        self._connection().execute(
-            'INSERT INTO mcp_listings (key, entry) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET entry = excluded.entry',
-            (key, listing.to_json()),
-        )
+        with self._connection() as conn:
+            conn.execute(
+                'INSERT INTO mcp_listings (key, entry) VALUES (?, ?) '
+                'ON CONFLICT(key) DO UPDATE SET entry = excluded.entry',
+                (key, listing.to_json()),
+            )
 
 
 def default_listing_cache_path() -> Path | None:
