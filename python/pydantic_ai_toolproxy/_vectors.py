@@ -361,6 +361,7 @@ class ToolVectors:
         self._generation += 1
         self._tools_changed += 1
         self._retry_at = 0.0
+        self._task = None  # the other model's embedding stores its batch in flight, then stops; this one starts anew
         return True
 
     def forget(self, index: _core.SearchIndex) -> None:
