@@ -48,3 +48,24 @@ def _no_embedding_left_running() -> Any:
 
         with contextlib.suppress(Exception):  # a loop stopping meanwhile: nothing left to cancel
             asyncio.run_coroutine_threadsafe(cancel_the_rest(), loop).result(timeout=5.0)
+
+
+@pytest.fixture(scope='session')
+def postgres() -> Any:
+    """A throwaway PostgreSQL server for the whole session (`postgres_server.start_postgres`), on a unix socket.
+    Never skipped: a machine without PostgreSQL fails these tests (`.ci/run` installs it)."""
+    from postgres_server import start_postgres
+
+    server = start_postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_db(postgres: Any, request: pytest.FixtureRequest) -> str:
+    """A fresh database of the session's server for one test: its URL."""
+    import re
+
+    name = 'db_' + re.sub(r'[^a-z0-9]+', '_', request.node.name.lower())[:50] + f'_{id(request) % 100000}'
+    postgres.psql(f'CREATE DATABASE {name}')
+    return str(postgres.url(name))

@@ -1,4 +1,5 @@
-"""A process that uses one `SQLiteEmbeddingStore`, for tests/test_embedding_store.py (real processes on one file).
+"""A process that uses one embedding store, for tests/test_embedding_store.py and tests/test_store_contract.py
+(real processes on one SQLite file, or one PostgreSQL database when PATH is a `postgresql://` URL).
 
 `python embedding_store_worker.py PATH MODE ...` prints one JSON object on stdout:
 `{"fell_back", "fault", "warnings": [messages logged on 'pydantic_ai_toolproxy'], ...}` plus what the mode adds.
@@ -21,8 +22,9 @@ import struct
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from pydantic_ai_toolproxy.embedding_store import SQLiteEmbeddingStore
+from pydantic_ai_toolproxy.stores import open_embedding_store
 
 MODEL = 'test:worker:4'
 
@@ -70,7 +72,7 @@ def main() -> None:
         conn.execute('COMMIT')
         conn.close()
         return
-    store = SQLiteEmbeddingStore(path)
+    store: Any = open_embedding_store(path)  # a file, or a postgresql:// URL
     if mode == 'put-get':
         ids = range(int(args[0]))
         store.put_many(MODEL, {hash_of(i): vector_of(i) for i in ids})
@@ -94,7 +96,9 @@ def main() -> None:
     else:
         raise SystemExit(f'unknown mode {mode!r}')
     store.close()
-    out.update(fell_back=store.fell_back, fault=store.fault, warnings=collect.messages)
+    out.update(
+        fell_back=getattr(store, 'fell_back', store.fault is not None), fault=store.fault, warnings=collect.messages
+    )
     print(json.dumps(out))
 
 

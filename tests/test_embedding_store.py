@@ -26,12 +26,8 @@ from typing import Any
 import pytest
 
 from pydantic_ai_toolproxy import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore
-from pydantic_ai_toolproxy.embedding_store import (
-    APPLICATION_ID,
-    CACHE_ENV,
-    FORMAT_VERSION,
-    default_embedding_cache_path,
-)
+from pydantic_ai_toolproxy.embedding_store import CACHE_ENV, FORMAT_VERSION, default_embedding_cache_path
+from pydantic_ai_toolproxy.stores.sqlite import APPLICATION_ID
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ROOT / 'tests' / 'embedding_store_worker.py'
@@ -169,7 +165,8 @@ def test_the_file_holds_hashes_and_vectors_only(tmp_path: Path) -> None:
         assert conn.execute('PRAGMA user_version').fetchone()[0] == FORMAT_VERSION
         assert conn.execute('PRAGMA journal_mode').fetchone()[0] == 'wal'
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        assert tables == ['models', 'vectors']
+        assert tables == ['claims', 'models', 'vectors']
+        assert [r[1] for r in conn.execute('PRAGMA table_info(claims)')] == ['model', 'hash', 'owner', 'expires']
         assert [r[1] for r in conn.execute('PRAGMA table_info(vectors)')] == ['model', 'hash', 'vector']
         assert [r[1] for r in conn.execute('PRAGMA table_info(models)')] == ['id', 'name']
         assert [r[0] for r in conn.execute('SELECT name FROM models')] == [MODEL]

@@ -51,13 +51,15 @@ from pydantic_ai.usage import RequestUsage
 from . import _core
 from ._embedder import EmbedderTimeout, ResolvedEmbedder, bounded, vector_bytes
 from ._embedding_text import embedding_text, group_text, text_hash
+from .stores.opening import open_embedding_store
+from .stores.protocol import is_shared, supports_claims
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets.abstract import ToolsetTool
 
     from ._directory import Directory, IndexRecord
     from .config import ToolProxyConfig
-    from .embedding_store import EmbeddingStore
+    from .stores.protocol import ClaimingStore, EmbeddingStore
 
 __all__ = ('EmbedCounts', 'ProxySurface', 'ToolVectors', 'embed_surface', 'open_store', 'surface_texts')
 
@@ -105,6 +107,13 @@ UNNAMED = (
 )
 """The warning for a model without a name (`ResolvedEmbedder.named`) when a shared store is configured."""
 
+
+CLAIM_POLL = 0.05
+"""Seconds before a process waiting for texts another process claimed first reads the store again (doubling)."""
+CLAIM_POLL_MAX = 1.0
+"""The longest pause between two reads of the store while waiting for claimed texts."""
+CLAIM_SLACK = 10.0
+"""Seconds a claim lasts beyond two `embedding_timeout`s (one batch's call, and its store write)."""
 
 MAX_DIMENSIONS = 16_384
 """Most dimensions the core accepts for a vector (`SearchIndex.set_vectors`)."""
@@ -195,21 +204,11 @@ def _drop_nonfinite(usable: dict[bytes, bytes], dropped: int) -> tuple[dict[byte
 
 
 def open_store(config: ToolProxyConfig) -> EmbeddingStore | None:
-    """The store `config.embedding_cache` names: None (memory only: no store), the given `EmbeddingStore`, or a
-    `SQLiteEmbeddingStore` at the path (`DEFAULT_EMBEDDING_CACHE`: `default_embedding_cache_path()`, None for
-    `off`). A bad file does not raise here: the SQLite store falls back to memory itself, with one warning."""
-    from .config import DefaultEmbeddingCache
-    from .embedding_store import SQLiteEmbeddingStore, default_embedding_cache_path
-
-    cache = config.embedding_cache
-    if isinstance(cache, DefaultEmbeddingCache):
-        path = default_embedding_cache_path()
-        return None if path is None else SQLiteEmbeddingStore(path)
-    if cache is None:
-        return None
-    if isinstance(cache, (str, os.PathLike)):
-        return SQLiteEmbeddingStore(cache)
-    return cache
+    """The store `config.embedding_cache` names (`stores.open_embedding_store`): None (memory only), the given
+    `EmbeddingStore`, a `PostgresEmbeddingStore` for a `postgresql://` URL, or a `SQLiteEmbeddingStore` at a path
+    (the default file for `DEFAULT_EMBEDDING_CACHE`). A bad file or database does not raise here: the stores fall
+    back to memory themselves, with one warning."""
+    return open_embedding_store(config.embedding_cache)
 
 
 @dataclass
@@ -700,13 +699,10 @@ class ToolVectors:
             except Exception as e:
                 self._warn('store', f'ToolProxy embedding cache unavailable, vectors stay in memory: {e!r}')
                 self._store = None
-            if self._store is not None and not self._named():
-                from .embedding_store import MemoryEmbeddingStore
-
-                if not isinstance(self._store, MemoryEmbeddingStore):  # a shared store: keys must be unambiguous
-                    self._store = None
-                    self.refused_store = True
-                    self._warn('unnamed', UNNAMED.format(model=self.embedder.describe(), name=self._model_name()))
+            if self._store is not None and not self._named() and is_shared(self._store):
+                self._store = None  # a shared store: keys must be unambiguous
+                self.refused_store = True
+                self._warn('unnamed', UNNAMED.format(model=self.embedder.describe(), name=self._model_name()))
         return self._store
 
     def _named(self) -> bool:
@@ -721,16 +717,21 @@ class ToolVectors:
         except Exception:
             return None
 
-    async def _store_get(self, fingerprints: list[bytes], key: str | None = None) -> dict[bytes, bytes]:
+    async def _store_get(
+        self, fingerprints: list[bytes], key: str | None = None, present: set[bytes] | None = None
+    ) -> dict[bytes, bytes]:
         """The store's vectors of `fingerprints` that are usable (`usable_vectors`); the others are embedded again
         (one warning). A store error: `{}` (one warning). Store calls run in a worker thread (`asyncio.to_thread`):
-        a store may wait (a SQLite lock up to its busy timeout, a network database), never on the event loop."""
+        a store may wait (a SQLite lock up to its busy timeout, a network database), never on the event loop.
+        `present` gains every fingerprint the store returned a row for, usable or not."""
         store = self.store()
         if store is None or not fingerprints:
             return {}
         try:
             key = key or self.embedder.store_key
             found = await asyncio.to_thread(store.get_many, key, fingerprints)
+            if present is not None:
+                present.update(found)
             usable, dropped = usable_vectors(found, fingerprints, self.expected_dimensions())
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache read failed, embedding instead: {e!r}')
@@ -907,6 +908,63 @@ class ToolVectors:
             raise refusal[0]
         return out
 
+    async def _embed_claimed(self, texts: dict[bytes, str], key: str | None, present: set[bytes]) -> None:
+        """Embed `texts` (none has a usable vector in the store) once for every process sharing the store: with a
+        store that takes claims (`stores.supports_claims`), claim a batch, embed it, store it, release it; texts
+        another process claimed are read from the store as they arrive (polled, `CLAIM_POLL` doubling up to
+        `CLAIM_POLL_MAX` seconds). A text neither claimable nor stored for longer than a claim lasts (a claimer that
+        hangs) is embedded here, and so is a text whose stored row this embedder cannot use (`present`: it cannot
+        be claimed, its row is replaced). Other stores: embedded here at once."""
+        store = self.store()
+        if store is None or key is None or not supports_claims(store):
+            await self.embed_texts(texts, EmbedCounts())
+            return
+        claiming = cast('ClaimingStore', store)
+        seconds = 2 * self.config.embedding_timeout + CLAIM_SLACK
+        left = dict(texts)
+        unusable = {fp: left.pop(fp) for fp in present if fp in left}
+        if unusable:
+            await self.embed_texts(unusable, EmbedCounts())
+        pause = CLAIM_POLL
+        stalled_since = time.monotonic()
+        while left:
+            with self.lock:
+                if self._key is not None and key != self._key:
+                    return  # the model in use changed: its own fill embeds for it
+            try:
+                mine = await asyncio.to_thread(
+                    claiming.claim_many, key, list(left), limit=BATCH_INPUTS, seconds=seconds
+                )
+            except Exception as e:
+                self._warn('store', f'ToolProxy embedding cache claims failed, embedding here: {e!r}')
+                mine = list(left)
+            if time.monotonic() - stalled_since > seconds:  # nobody delivers them: embed them here
+                mine = list(left)
+            if mine:
+                todo = {fp: left.pop(fp) for fp in mine if fp in left}
+                try:
+                    await self.embed_texts(todo, EmbedCounts())
+                finally:
+                    with contextlib.suppress(Exception):
+                        await asyncio.to_thread(claiming.release_many, key, mine)
+                pause, stalled_since = CLAIM_POLL, time.monotonic()
+                continue
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, CLAIM_POLL_MAX)
+            arrived: set[bytes] = set()
+            found = await self._store_get(list(left), key, arrived)
+            if found:
+                with self.lock:
+                    if self._key is None or key == self._key:
+                        self.apply(found)
+                        self.note_store(found, left)
+                for fingerprint in found:
+                    left.pop(fingerprint, None)
+                stalled_since = time.monotonic()
+            unusable = {fp: left.pop(fp) for fp in arrived if fp in left}
+            if unusable:  # another process stored a vector this embedder cannot use: replace it
+                await self.embed_texts(unusable, EmbedCounts())
+
     def claim(self, index: _core.SearchIndex) -> list[bytes]:
         """Mark the pending texts `index` wants as waited for by a search (see `_claims`) and return their
         fingerprints, for `release` once the search stops waiting. Call with `lock` held."""
@@ -977,7 +1035,8 @@ class ToolVectors:
                 if not pending:
                     break
                 done.update(pending)  # each text is tried once per fill, so a text the core refuses cannot loop
-                found = await self._store_get(list(pending), key)
+                present: set[bytes] = set()
+                found = await self._store_get(list(pending), key, present)
                 if found:
                     with self.lock:
                         if key is None or self._key is None or key == self._key:
@@ -985,7 +1044,7 @@ class ToolVectors:
                             self.note_store(found, pending)
                 missing = {} if len(found) == len(pending) else {fp: t for fp, t in pending.items() if fp not in found}
                 if missing:
-                    await self.embed_texts(missing, EmbedCounts())
+                    await self._embed_claimed(missing, key, present)
             self._ok('embed')
         except Exception as e:
             self._retry_at = time.monotonic() + RETRY_SECONDS

@@ -63,7 +63,8 @@ class ToolProxyConfig:
             half of the queries of `bash scripts/bench-quality`): `fused = (1 - w) *
             keyword share + w * semantic share`. 0 ranks exactly as keyword search.
         embedding_cache: Where tool vectors persist across processes: `DEFAULT_EMBEDDING_CACHE` (the default: the
-            file `default_embedding_cache_path()` names when first opened), a SQLite file path (`~` expanded), any
+            file `default_embedding_cache_path()` names when first opened), a `postgresql://` URL (a fleet's shared
+            `PostgresEmbeddingStore`, the `postgres` extra), a SQLite file path (`~` expanded), any
             `EmbeddingStore`, or None for memory only. Opened only with an embedder, at the first search.
         embedding_wait: Seconds a search waits for tool vectors still being computed, 0-600 (default 5.0): only the
             first search of a run, or the first of a run after its tool set gained texts without a vector, waits;
@@ -159,6 +160,23 @@ def _check_embedder(value: object) -> None:
     )
 
 
+def _check_postgres_url(url: str) -> None:
+    """A PostgreSQL URL needs psycopg (the `postgres` extra) and must parse; nothing connects here."""
+    try:
+        from psycopg import conninfo
+    except ImportError:
+        raise ValueError(
+            'ToolProxyConfig.embedding_cache names a PostgreSQL database, which needs psycopg: '
+            "pip install 'pydantic-ai-toolproxy[postgres]'"
+        ) from None
+    try:
+        conninfo.conninfo_to_dict(url)
+    except Exception as e:
+        raise ValueError(
+            f'ToolProxyConfig.embedding_cache is not a valid PostgreSQL URL: {str(e).splitlines()[0]}'
+        ) from None
+
+
 def _check_cache(value: object) -> None:
     """A path (str or PathLike), an object with the `EmbeddingStore` methods, or None."""
     if value is None or isinstance(value, (os.PathLike, DefaultEmbeddingCache)):
@@ -166,6 +184,8 @@ def _check_cache(value: object) -> None:
     if isinstance(value, str):
         if not value.strip():
             raise ValueError('ToolProxyConfig.embedding_cache must be a non-blank path, an EmbeddingStore or None')
+        if value.strip().lower().startswith(('postgresql://', 'postgres://')):
+            _check_postgres_url(value)
         return
     store: Any = value
     if callable(getattr(store, 'get_many', None)) and callable(getattr(store, 'put_many', None)):

@@ -18,8 +18,9 @@ Age: an entry is fresh for the server's `ttlMs` when that is above zero (MCP's "
 as "forever"), else for `max_age` seconds (`DEFAULT_MAX_AGE`, one day). `toolproxy --mcp-config F refresh`
 re-lists every server.
 
-Stores: `SQLiteListingStore` (the default, a file beside the embedding cache: `default_listing_cache_path`),
-`MemoryListingStore`, or any object with the `ListingStore` methods. A store that fails (unreadable file, locked
+Stores (`pydantic_ai_toolproxy.stores`, re-exported here): `SQLiteListingStore` (the default, a file beside the
+embedding cache: `default_listing_cache_path`), `PostgresListingStore` (a `postgresql://` URL: a fleet lists each
+server once), `MemoryListingStore`, or any object with the `ListingStore` methods. A store that fails (unreadable file, locked
 database) is logged once on the `pydantic_ai_toolproxy` logger and acts as empty: the servers are started as
 without a cache, never a failed run.
 """
@@ -28,17 +29,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
-import os
 import shutil
-import sqlite3
-import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+
+from .stores.listings import (
+    DEFAULT_MAX_AGE,
+    ListingStore,
+    MemoryListingStore,
+    ServerListing,
+    SQLiteListingStore,
+    open_listing_store,
+)
+from .stores.paths import LISTING_CACHE_ENV, default_listing_cache_path
 
 __all__ = (
     'DEFAULT_MAX_AGE',
@@ -53,200 +57,9 @@ __all__ = (
     'open_listing_store',
 )
 
-logger = logging.getLogger('pydantic_ai_toolproxy')
 
 LISTING_FORMAT = 1
 """The entry format; part of every key, so entries of another build are never read."""
-
-DEFAULT_MAX_AGE = 86_400.0
-"""Seconds an entry stays fresh when its server announced no `ttlMs` above zero."""
-
-LISTING_CACHE_ENV = 'TOOLPROXY_LISTING_CACHE'
-
-
-@dataclass(frozen=True)
-class ServerListing:
-    """What a server said when it was last started.
-
-    Attributes:
-        tools: Each tool as the server listed it: MCP `Tool` JSON objects (camelCase keys, as on the wire).
-        server_name: `serverInfo.name`, None when the server sent none.
-        server_version: `serverInfo.version`.
-        server_title: `serverInfo.title`.
-        instructions: The server's `instructions` from `initialize`.
-        fetched_at: When it was listed, seconds since the epoch.
-        ttl_ms: The server's `ttlMs` cache hint on the listing, milliseconds (None or 0: no hint).
-    """
-
-    tools: tuple[dict[str, Any], ...]
-    server_name: str | None = None
-    server_version: str | None = None
-    server_title: str | None = None
-    instructions: str | None = None
-    fetched_at: float = 0.0
-    ttl_ms: int | None = None
-
-    def fresh(self, max_age: float = DEFAULT_MAX_AGE, now: float | None = None) -> bool:
-        """Whether the entry may still be served: younger than the server's `ttlMs` when above zero, else than
-        `max_age` seconds."""
-        age = (time.time() if now is None else now) - self.fetched_at
-        limit = self.ttl_ms / 1000 if self.ttl_ms else max_age
-        return 0 <= age <= limit
-
-    def to_json(self) -> str:
-        """The entry as one JSON text (what the stores keep)."""
-        return json.dumps(asdict(self), ensure_ascii=False, separators=(',', ':'), allow_nan=False)
-
-    @classmethod
-    def from_json(cls, text: str) -> ServerListing:
-        """The entry `to_json` wrote.
-
-        Raises:
-            ValueError: not such a JSON text.
-        """
-        data = json.loads(text)
-        if not isinstance(data, dict) or not isinstance(data.get('tools'), list):
-            raise ValueError('not a listing entry')
-        if not all(isinstance(tool, dict) for tool in data['tools']):
-            raise ValueError('not a listing entry: a tool is not an object')
-        return cls(
-            tools=tuple(data['tools']),
-            server_name=_text_or_none(data.get('server_name')),
-            server_version=_text_or_none(data.get('server_version')),
-            server_title=_text_or_none(data.get('server_title')),
-            instructions=_text_or_none(data.get('instructions')),
-            fetched_at=float(data.get('fetched_at') or 0.0),
-            ttl_ms=int(data['ttl_ms']) if isinstance(data.get('ttl_ms'), int) else None,
-        )
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-@runtime_checkable
-class ListingStore(Protocol):
-    """Where listings are kept: implement these for a store of your own (keys are at most 200 characters).
-
-    Both methods may raise; the proxy logs the first failure of a store and goes on as if it held nothing.
-    """
-
-    def get(self, key: str) -> ServerListing | None:
-        """The entry stored under `key`, or None."""
-        ...
-
-    def put(self, key: str, listing: ServerListing) -> None:
-        """Store `listing` under `key`, replacing what was there."""
-        ...
-
-
-class MemoryListingStore:
-    """A `ListingStore` in this process's memory (lost at exit; shared by the capabilities given it)."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, ServerListing] = {}
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return f'MemoryListingStore({len(self._entries)} entries)'
-
-    def get(self, key: str) -> ServerListing | None:
-        with self._lock:
-            return self._entries.get(key)
-
-    def put(self, key: str, listing: ServerListing) -> None:
-        with self._lock:
-            self._entries[key] = listing
-
-
-class SQLiteListingStore:
-    """A `ListingStore` in an SQLite file (made with its folder when absent; `~` expanded), safe for several
-    processes at once (each `put` is one transaction; readers never block writers for long: WAL).
-
-    Raises:
-        sqlite3.Error: from `get`/`put`, for a file that is not such a store or cannot be opened.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
-        self.path = Path(os.path.expanduser(os.fspath(path)))
-        self._timeout = timeout
-
-    def __repr__(self) -> str:
-        return f'SQLiteListingStore({os.fspath(self.path)!r})'
-
-    @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
-        """A connection for one call, closed after it (a store is read once per server and written at each live
-        start: no connection is kept open between them)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self._timeout, isolation_level=None)
-        try:
-            conn.execute('PRAGMA journal_mode=WAL')
-            conn.execute('CREATE TABLE IF NOT EXISTS mcp_listings (key TEXT PRIMARY KEY, entry TEXT NOT NULL)')
-            yield conn
-        finally:
-            conn.close()
-
-    def get(self, key: str) -> ServerListing | None:
-        with self._connection() as conn:
-            row = conn.execute('SELECT entry FROM mcp_listings WHERE key = ?', (key,)).fetchone()
-        return None if row is None else ServerListing.from_json(row[0])
-
-    def put(self, key: str, listing: ServerListing) -> None:
-        with self._connection() as conn:
-            conn.execute(
-                'INSERT INTO mcp_listings (key, entry) VALUES (?, ?) '
-                'ON CONFLICT(key) DO UPDATE SET entry = excluded.entry',
-                (key, listing.to_json()),
-            )
-
-
-def default_listing_cache_path() -> Path | None:
-    """The default listing cache file: `$TOOLPROXY_LISTING_CACHE` when set (`off`: no cache, None), else
-    `mcp-listings.sqlite3` beside the default embedding cache (`$XDG_CACHE_HOME/pydantic-ai-toolproxy/`, with
-    `~/.cache` when `XDG_CACHE_HOME` is unset; the folder of `$TOOLPROXY_EMBEDDING_CACHE` when that names a file).
-    Read at each call."""
-    from .embedding_store import default_embedding_cache_path
-
-    chosen = os.environ.get(LISTING_CACHE_ENV, '')
-    if chosen.strip().lower() == 'off':
-        return None
-    if chosen:
-        return Path(chosen).expanduser()
-    beside = default_embedding_cache_path()
-    if beside is None:  # the embedding cache is off: the XDG folder all the same
-        xdg = os.environ.get('XDG_CACHE_HOME', '')
-        folder = (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / '.cache') / 'pydantic-ai-toolproxy'
-    else:
-        folder = beside.parent
-    return folder / 'mcp-listings.sqlite3'
-
-
-ListingCacheSetting = str | os.PathLike[str] | ListingStore | None
-
-
-def open_listing_store(setting: object, *, field: str = 'listing_cache') -> ListingStore | None:
-    """The store a `listing_cache` setting names: `'default'` (`default_listing_cache_path`), a path (`~` expanded),
-    `'off'` or None (no cache), or a `ListingStore` object as is.
-
-    Raises:
-        TypeError: naming `field`, for a value of another type.
-    """
-    if setting is None:
-        return None
-    if isinstance(setting, str) and setting.strip().lower() == 'off':
-        return None
-    if isinstance(setting, str) and setting == 'default':
-        path = default_listing_cache_path()
-        return None if path is None else SQLiteListingStore(path)
-    if isinstance(setting, (str, os.PathLike)):
-        return SQLiteListingStore(setting)
-    if isinstance(setting, ListingStore):
-        return setting
-    raise TypeError(
-        f"{field} must be a path, 'default', 'off', None or an object with get(key) and put(key, listing), "
-        f'got {type(setting).__name__}'
-    )
 
 
 def _hashed(value: object) -> str:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..embedding_store import MemoryEmbeddingStore
+from ..stores.memory import MemoryEmbeddingStore
+from ..stores.opening import is_postgres_url
 from ._sources import SourceError, load_target
 
 __all__ = ('EmbedderSpec', 'cache_setting', 'is_module_target', 'resolve_embedder')
@@ -41,9 +42,11 @@ class EmbedderSpec:
 
 def cache_setting(value: str | bool, base_dir: Path) -> Any:
     """`ToolProxyConfig.embedding_cache` for a cache setting as written: `off` (or `false` in a config file) is
-    memory only (a `MemoryEmbeddingStore`), anything else a file path, `~` expanded, relative to `base_dir`."""
+    memory only (a `MemoryEmbeddingStore`), a `postgresql://` URL the database, anything else a file path, `~` expanded, relative to `base_dir`."""
     if value is False or (isinstance(value, str) and value.strip().lower() == 'off'):
         return MemoryEmbeddingStore()
+    if is_postgres_url(value):
+        return str(value).strip()  # a fleet's database: ToolProxyConfig opens a PostgresEmbeddingStore
     path = Path(os.path.expanduser(str(value)))
     return str(path if path.is_absolute() else base_dir / path)
 

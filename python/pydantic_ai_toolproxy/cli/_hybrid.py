@@ -10,7 +10,7 @@ from typing import Any
 
 from .._vectors import ToolVectors, surface_texts, usable_vectors
 from ..capability import ToolProxyCapability
-from ..embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore
+from ..stores.protocol import EmbeddingStore, describe_store
 
 __all__ = ('cache_info', 'cached_coverage', 'describe_cache', 'quiet_vectors')
 
@@ -25,31 +25,28 @@ def quiet_vectors(capability: ToolProxyCapability[Any]) -> ToolVectors | None:
 
 
 def cache_info(store: EmbeddingStore | None, store_key: str) -> dict[str, Any]:
-    """The `cache` object of the JSON documents: `kind` (`file`, `memory` or `custom`), and for a file its `path`,
-    `vectors` (how many it holds for `store_key`), `fell_back` and `fault` (why it is not used, or None)."""
-    if isinstance(store, SQLiteEmbeddingStore):
-        count = store.count(store_key)
-        return {
-            'kind': 'file',
-            'path': str(store.path),
-            'vectors': None if store.fell_back else count,
-            'fell_back': store.fell_back,
-            'fault': store.fault,
-        }
-    if store is None or isinstance(store, MemoryEmbeddingStore):
-        return {'kind': 'memory'}
-    return {'kind': 'custom', 'store': type(store).__name__}
+    """The `cache` object of the JSON documents: what the store says of itself (`stores.describe_store`): `kind`
+    (`file`, `postgres`, `memory` or `custom`), for a file its `path`, `vectors` (how many it holds for
+    `store_key`), `fell_back` and `fault`; for PostgreSQL its `database` (no password), `vectors` and `fault`."""
+    return describe_store(store, store_key)
 
 
 def describe_cache(info: dict[str, Any]) -> str:
-    """One line for `info` (`cache_info`): the path and what it holds, `memory only`, or the custom store."""
-    if info['kind'] == 'memory':
+    """One line for `info` (`cache_info`): where the vectors are and what it holds, `memory only`, or the custom
+    store."""
+    kind = info['kind']
+    if kind == 'memory':
         return 'none (memory only)'
-    if info['kind'] == 'custom':
-        return f'{info["store"]} (a custom EmbeddingStore)'
-    if info['fell_back']:
-        return f'{info["path"]} cannot be used ({info["fault"]}): vectors stay in memory'
-    return f'{info["path"]} ({info["vectors"]:,} vectors of this embedder)'
+    if kind == 'file':
+        if info.get('fell_back'):
+            return f'{info["path"]} cannot be used ({info["fault"]}): vectors stay in memory'
+        return f'{info["path"]} ({info["vectors"]:,} vectors of this embedder)'
+    if kind == 'postgres':
+        if info.get('vectors') is None:
+            return f'{info["database"]} cannot be used ({info.get("fault")}): vectors stay in memory'
+        return f'{info["database"]} ({info["vectors"]:,} vectors of this embedder)'
+    fault = f', {info["fault"]}' if info.get('fault') else ''
+    return f'{info.get("store", kind)} (a custom EmbeddingStore{fault})'
 
 
 async def cached_coverage(
