@@ -276,3 +276,19 @@ def test_bad_settings_fail_at_construction_naming_the_field(tmp_path: Path) -> N
     with pytest.raises(ValueError, match='max_age must be a positive number'):
         ToolProxyCapability.from_mcp_config(path, listing_max_age=0)
     assert open_listing_store('off') is None and open_listing_store(None) is None
+
+
+async def test_a_fleet_lists_each_server_once_through_postgres(tmp_path: Path, pids: Path, postgres_db: str) -> None:
+    """`listing_cache='postgresql://...'`: the first worker's live start stores the listing in the database; a
+    second worker (here a new capability, and the CLI in another process) searches it without starting a server."""
+    path = write(tmp_path, {name: server(pids) for name in ('a', 'b')})
+    first = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=postgres_db)
+    await Agent(Script([[(SEARCH, {'query': 'generated tool number 2'})], 'done']).model, capabilities=[first]).run('x')
+    assert len(started(pids)) == 2 and alive(pids) == []
+    second = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=postgres_db)
+    searches = Script([[(SEARCH, {'query': 'generated tool number 2'})], 'done'])
+    result = await Agent(searches.model, capabilities=[second]).run('x')
+    assert page_of(last_return(result.all_messages(), SEARCH))['tools'][0]['tool'] == 'tool_2'
+    proc = toolproxy('--mcp-config', str(path), '--listing-cache', postgres_db, '--lazy', 'search', 'generated tool')
+    assert proc.returncode == 0, proc.stderr
+    assert len(started(pids)) == 2 and alive(pids) == []  # neither the second worker nor the CLI started one

@@ -233,3 +233,99 @@ def test_sqlite_going_away_mid_run_falls_back_to_memory(tmp_path: Path, caplog: 
         store.put_many(MODEL, {h(2): v(2)})
         assert store.get_many(MODEL, [h(2)]) == {h(2): v(2)}
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
+
+
+# --- PostgreSQL faults: never a failed run, one warning without the password ------------------------------------
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy' and r.levelno >= 30]
+
+
+def test_a_refused_login_serves_memory_with_one_warning_hiding_the_password(
+    postgres: Any, postgres_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    postgres.psql("CREATE ROLE fleet LOGIN PASSWORD 'hunter2-secret'")
+    hba = postgres.data / 'pg_hba.conf'
+    original = hba.read_text()
+    hba.write_text('local all fleet scram-sha-256\n' + original)
+    postgres.psql('SELECT pg_reload_conf()')
+    try:
+        url = postgres.url(postgres_db.rsplit('/', 1)[1].split('?')[0], user='fleet', password='wrong-hunter2-secret')
+        store = PostgresEmbeddingStore(url, retry_after=60)
+        with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
+            store.put_many(MODEL, {h(1): v(1)})
+            assert store.get_many(MODEL, [h(1)]) == {h(1): v(1)}  # from memory
+            assert store.get_many(MODEL, [h(2)]) == {}
+        warnings = warnings_of(caplog)
+        assert len(warnings) == 1 and 'password authentication failed' in warnings[0], warnings
+        assert 'hunter2' not in warnings[0] and 'hunter2' not in repr(store)
+        assert store.describe(MODEL)['vectors'] is None
+        store.close()
+    finally:
+        hba.write_text(original)
+        postgres.psql('SELECT pg_reload_conf()')
+
+
+def test_a_read_only_database_still_answers_reads(
+    postgres: Any, postgres_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = PostgresEmbeddingStore(postgres_db)
+    writer.put_many(MODEL, {h(1): v(1)})
+    writer.close()
+    name = postgres_db.rsplit('/', 1)[1].split('?')[0]
+    postgres.psql(f'ALTER DATABASE {name} SET default_transaction_read_only = on')
+    store = PostgresEmbeddingStore(postgres_db)
+    with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
+        store.put_many(MODEL, {h(2): v(2)})  # refused: kept in memory
+        store.put_many(MODEL, {h(3): v(3)})  # writes paused: no second warning
+        assert store.get_many(MODEL, [h(1), h(2), h(3)]) == {h(1): v(1), h(2): v(2), h(3): v(3)}
+    warnings = warnings_of(caplog)
+    assert len(warnings) == 1 and 'refuses writes' in warnings[0], warnings
+    store.close()
+
+
+def test_tables_of_another_format_are_left_alone(
+    postgres: Any, postgres_db: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    PostgresEmbeddingStore(postgres_db).put_many(MODEL, {h(1): v(1)})
+    name = postgres_db.rsplit('/', 1)[1].split('?')[0]
+    postgres.psql('UPDATE toolproxy_format SET version = 99', dbname=name)
+    store = PostgresEmbeddingStore(postgres_db)
+    with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
+        assert store.get_many(MODEL, [h(1)]) == {}
+        store.put_many(MODEL, {h(2): v(2)})
+    warnings = warnings_of(caplog)
+    assert len(warnings) == 1 and 'format [99]' in warnings[0], warnings
+    assert postgres.psql('SELECT count(*) FROM toolproxy_vectors', dbname=name).strip() == '1'  # untouched
+    store.close()
+
+
+def test_a_callers_pool_is_borrowed_never_closed(postgres_db: str) -> None:
+    from psycopg_pool import ConnectionPool
+
+    with ConnectionPool(postgres_db, min_size=1, max_size=2, open=True) as pool:
+        store = PostgresEmbeddingStore(pool)
+        store.put_many(MODEL, {h(1): v(1)})
+        assert store.get_many(MODEL, [h(1)]) == {h(1): v(1)}
+        store.close()
+        assert not pool.closed
+        with pool.connection() as conn:
+            assert conn.execute('SELECT count(*) FROM toolproxy_vectors').fetchone() == (1,)
+            assert conn.execute('SHOW statement_timeout').fetchone() == ('0',)  # SET LOCAL only
+
+
+def test_config_and_cli_settings_select_postgres(postgres_db: str) -> None:
+    from pydantic_ai_toolproxy import ToolProxyConfig
+    from pydantic_ai_toolproxy._vectors import open_store
+    from pydantic_ai_toolproxy.cli._embedder import cache_setting
+
+    store = open_store(ToolProxyConfig(embedder='openai:text-embedding-3-small', embedding_cache=postgres_db))
+    assert isinstance(store, PostgresEmbeddingStore)
+    assert cache_setting(postgres_db, ROOT) == postgres_db
+    with pytest.raises(ValueError, match='embedding_cache is not a valid PostgreSQL URL'):
+        ToolProxyConfig(embedding_cache='postgresql://x/y?nonsense_option=1')
+    with pytest.raises(ValueError, match='postgresql:// URL or a psycopg_pool.ConnectionPool'):
+        PostgresEmbeddingStore(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match='retry_after'):
+        PostgresEmbeddingStore(postgres_db, retry_after=0)

@@ -211,6 +211,10 @@ def open_store(config: ToolProxyConfig) -> EmbeddingStore | None:
     return open_embedding_store(config.embedding_cache)
 
 
+class StoreTimeout(Exception):
+    """A store call past `embedding_timeout` (`ToolVectors._store_call`)."""
+
+
 @dataclass
 class EmbedCounts:
     """What one embedding pass did (`embed_surface`, and the CLI's `toolproxy embed`).
@@ -717,6 +721,19 @@ class ToolVectors:
         except Exception:
             return None
 
+    async def _store_call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """`method(*args, **kwargs)` of the store in a worker thread, bounded by `embedding_timeout` (a slow database
+        is one store error: the thread finishes by itself, a PostgreSQL statement at its `statement_timeout`).
+
+        Raises:
+            StoreTimeout: no answer in time; and whatever the method raises.
+        """
+        bound = self.config.embedding_timeout
+        try:
+            return await asyncio.wait_for(asyncio.to_thread(method, *args, **kwargs), bound)
+        except TimeoutError:
+            raise StoreTimeout(f'the store did not answer {method.__name__} within {bound:g} s') from None
+
     async def _store_get(
         self, fingerprints: list[bytes], key: str | None = None, present: set[bytes] | None = None
     ) -> dict[bytes, bytes]:
@@ -729,7 +746,7 @@ class ToolVectors:
             return {}
         try:
             key = key or self.embedder.store_key
-            found = await asyncio.to_thread(store.get_many, key, fingerprints)
+            found = await self._store_call(store.get_many, key, fingerprints)
             if present is not None:
                 present.update(found)
             usable, dropped = usable_vectors(found, fingerprints, self.expected_dimensions())
@@ -764,7 +781,7 @@ class ToolVectors:
             return
         try:
             key = key or self.embedder.store_key
-            await asyncio.to_thread(store.put_many, key, items)
+            await self._store_call(store.put_many, key, items)
         except Exception as e:
             self._warn('store', f'ToolProxy embedding cache write failed, vectors stay in memory: {e!r}')
 
@@ -932,7 +949,7 @@ class ToolVectors:
                 if self._key is not None and key != self._key:
                     return  # the model in use changed: its own fill embeds for it
             try:
-                mine = await asyncio.to_thread(
+                mine = await self._store_call(
                     claiming.claim_many, key, list(left), limit=BATCH_INPUTS, seconds=seconds
                 )
             except Exception as e:
@@ -946,7 +963,7 @@ class ToolVectors:
                     await self.embed_texts(todo, EmbedCounts())
                 finally:
                     with contextlib.suppress(Exception):
-                        await asyncio.to_thread(claiming.release_many, key, mine)
+                        await self._store_call(claiming.release_many, key, mine)
                 pause, stalled_since = CLAIM_POLL, time.monotonic()
                 continue
             await asyncio.sleep(pause)

@@ -155,8 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     src.add_argument(
         '--listing-cache',
-        metavar='PATH',
-        help='the MCP listing cache file (off: none; default: mcp-listings.sqlite3 beside the embedding cache)',
+        metavar='PATH|URL',
+        help='the MCP listing cache file, or a postgresql:// URL shared by a fleet (off: none; default: '
+        'mcp-listings.sqlite3 beside the embedding cache)',
     )
     src.add_argument(
         '--server-log',
@@ -177,7 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cfg.add_argument('--semantic-weight', type=_number, metavar='W', help='share of the semantic signal, 0..1 (0.35)')
     cfg.add_argument(
-        '--embedding-cache', metavar='PATH', help='the embedding cache file (off: memory only; default: see below)'
+        '--embedding-cache',
+        metavar='PATH|URL',
+        help='the embedding cache file, or a postgresql:// URL shared by a fleet (off: memory only; default: see below)',
     )
     cfg.add_argument(
         '--embedding-timeout', type=_number, metavar='S', help='bound of one embedder call for tool texts, s (60)'
