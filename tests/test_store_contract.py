@@ -325,7 +325,7 @@ def test_config_and_cli_settings_select_postgres(postgres_db: str) -> None:
     assert cache_setting(postgres_db, ROOT) == postgres_db
     with pytest.raises(ValueError, match='embedding_cache is not a valid PostgreSQL URL'):
         ToolProxyConfig(embedding_cache='postgresql://x/y?nonsense_option=1')
-    with pytest.raises(ValueError, match='postgresql:// URL or a psycopg_pool.ConnectionPool'):
+    with pytest.raises(ValueError, match=r'postgresql:// URL or a psycopg_pool\.ConnectionPool'):
         PostgresEmbeddingStore(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match='retry_after'):
         PostgresEmbeddingStore(postgres_db, retry_after=0)
