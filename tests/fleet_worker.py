@@ -31,7 +31,24 @@ from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 
 TOPICS = ['weather', 'files', 'mail', 'billing', 'calendar', 'maps', 'music', 'tickets']
-WORDS = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima', 'mike', 'november', 'oscar', 'papa']
+WORDS = [
+    'alpha',
+    'bravo',
+    'charlie',
+    'delta',
+    'echo',
+    'foxtrot',
+    'golf',
+    'hotel',
+    'india',
+    'juliet',
+    'kilo',
+    'lima',
+    'mike',
+    'november',
+    'oscar',
+    'papa',
+]
 
 
 def fleet_groups(tools: int) -> dict[str, ToolProxyGroup]:

@@ -949,9 +949,7 @@ class ToolVectors:
                 if self._key is not None and key != self._key:
                     return  # the model in use changed: its own fill embeds for it
             try:
-                mine = await self._store_call(
-                    claiming.claim_many, key, list(left), limit=BATCH_INPUTS, seconds=seconds
-                )
+                mine = await self._store_call(claiming.claim_many, key, list(left), limit=BATCH_INPUTS, seconds=seconds)
             except Exception as e:
                 self._warn('store', f'ToolProxy embedding cache claims failed, embedding here: {e!r}')
                 mine = list(left)
