@@ -402,3 +402,21 @@ def test_a_cache_warning_on_a_terminal_stays_above_the_result(tmp_path: Path, mo
     assert text.endswith(
         f'toolproxy: error: the embedding cache {cache} cannot be used (file is not a database): no vector was saved'
     )
+
+
+def test_embed_and_inspect_with_a_postgres_url(postgres_db: str) -> None:
+    """`--embedding-cache postgresql://...`: embed fills the database, a second embed pays nothing, inspect shows
+    the database (no password) and how many vectors it holds; a database that is down: exit 1, one warning."""
+    first = run_toolproxy(*BAG, *SOURCES, '--embedding-cache', postgres_db, 'embed', '--json')
+    assert first.returncode == 0, first.stderr
+    doc = json_of(first)
+    assert doc['cache']['kind'] == 'postgres' and doc['cache']['vectors'] == 7 and doc['embedded'] == 7
+    again = json_of(run_toolproxy(*BAG, *SOURCES, '--embedding-cache', postgres_db, 'embed', '--json'))
+    assert (again['embedded'], again['cached']) == (0, 7)
+    shown = run_toolproxy(*BAG, *SOURCES, '--embedding-cache', postgres_db, 'inspect')
+    assert shown.returncode == 0, shown.stderr
+    assert '(7 vectors of this embedder)' in shown.stdout and 'postgresql://postgres@' in shown.stdout
+    down = 'postgresql://fleet:topsecret@127.0.0.1:1/agents'
+    failed = run_toolproxy(*BAG, *SOURCES, '--embedding-cache', down, 'embed')
+    assert failed.returncode in (0, 1), failed.stderr
+    assert failed.stderr.count('cannot be used') == 1 and 'topsecret' not in failed.stderr + failed.stdout
