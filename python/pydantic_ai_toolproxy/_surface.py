@@ -6,23 +6,24 @@ child that listed it. The members and controls already name their owning toolset
 by that field; only the part contributed by capability sources, whose tools pass through Pydantic AI's own
 composition, is routed through its `CombinedToolset`. At 100,000 members this saves one allocation per member
 per step. Lifecycle (`for_run`, `for_run_step`, enter/exit, instructions, visitors) is `CombinedToolset`'s, but
-that the servers of `mcpServers` files among the members (`_mcp_config.MCPServerToolset`) are started at once
+that the servers of `mcpServers` files among the members (`_mcp_toolset.MCPServerToolset`) are started at once
 before the children are entered one after another: N servers take about the slowest one's start, not the sum.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
 import anyio
 from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import AgentDepsT, RunContext
-from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, PrefixedToolset, RenamedToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._controls import ControlToolset
-from ._mcp_config import MCPServerToolset
+from ._mcp_toolset import MCPServerToolset
 from ._members import GroupMemberToolset
 from ._private import gather
 
@@ -106,3 +107,39 @@ class ProxySurfaceToolset(CombinedToolset[AgentDepsT]):
             return await owner.call_tool(name, tool_args, ctx, tool)
         # Tools of capability sources were listed by the last child, Pydantic AI's own composition.
         return await self.toolsets[-1].call_tool(name, tool_args, ctx, tool)
+
+
+def refuse_rewrapping(foreign: Sequence[Any], controls: AbstractToolset[Any]) -> None:
+    """Fail when a renaming toolset re-owns the tools of the proxy whose controls are `controls` (Pydantic AI's `PrefixTools` around this capability
+    or around a `CombinedCapability` holding it, `proxy.get_toolset().prefixed(...)` or `.renamed(...)` installed as
+    a toolset): those
+    copies of its members would be offered to the model and run when called directly, and the controls would not
+    see them. `foreign` holds the step's toolsets that own tools other than members (`Directory.foreign_toolsets`,
+    a few per step); each is searched through `wrapped` and `toolsets`, a few levels deep.
+
+    Raises:
+        UserError: naming the wrapper.
+    """
+    for owner in foreign:
+        # Renaming wrappers are the toolsets that re-own the tools they wrap (`toolset=self`); a wrapper that
+        # only adds tools of its own around everything (Pydantic AI's native tool search) leaves ours alone.
+        if not isinstance(owner, (PrefixedToolset, RenamedToolset)):
+            continue
+        stack: list[tuple[Any, int]] = [(owner, 0)]
+        while stack:
+            toolset, depth = stack.pop()
+            if isinstance(toolset, ProxySurfaceToolset) and any(t is controls for t in toolset.toolsets):
+                raise UserError(
+                    f'{owner.label} wraps a ToolProxyCapability and re-owns its tools, so its grouped tools would be '
+                    'offered directly and its controls would not see them. Do not wrap the proxy in PrefixTools or '
+                    'another renaming toolset, or install its toolset again: rename the controls with '
+                    'ToolProxyConfig(search_name=..., call_name=...) and prefix or rename the group sources themselves.'
+                )
+            if depth >= 8:
+                continue
+            inner = getattr(toolset, 'wrapped', None)
+            if isinstance(inner, AbstractToolset):
+                stack.append((inner, depth + 1))
+            children = getattr(toolset, 'toolsets', None)
+            if isinstance(children, (list, tuple)):
+                stack.extend((child, depth + 1) for child in children if isinstance(child, AbstractToolset))

@@ -14,7 +14,7 @@ from pydantic_ai.exceptions import ModelRetry, UserError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset, AgentToolset, PrefixedToolset, RenamedToolset
+from pydantic_ai.toolsets import AbstractToolset, AgentToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import ValidationError
 
@@ -25,14 +25,13 @@ from ._directory import Directory
 from ._instructions import guidance
 from ._members import GroupMemberToolset, GroupSourceCapability
 from ._messages import retry, shown
-from ._names import canonical_name
 from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
-from ._surface import ProxySurfaceToolset
+from ._surface import ProxySurfaceToolset, refuse_rewrapping
 from ._unknown import shorten_unknown_tool_retries
 from ._vectors import ToolVectors
 from .config import ToolProxyConfig
-from .explain import SearchExplanation, TermMatch
+from .explain import SearchExplanation, explain_tools
 from .group import ToolProxyGroup
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore
 
@@ -337,49 +336,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             One `SearchExplanation` per pair, in order; a pair the index does not hold (no search yet, or not a
             member of the searched step) explains as a score of 0 with no matches.
         """
-        groups = None if group is None else [group]
-        cache = self._runtime.search_index
-        vectors = self._runtime.vectors
-        query_vector = None if vectors is None else vectors.cached_query_vector(query)
-        out: list[SearchExplanation] = []
-        with cache.lock:
-            for group_name, tool in tools:
-                key = canonical_name(group_name, tool)
-                raw = cache.index.explain(query, groups, key)
-                if raw is None:
-                    out.append(SearchExplanation(group_name, tool, False, 0.0, 1.0, ()))
-                    continue
-                exact, score, coordination, matches = raw
-                total = score / coordination if coordination else 0.0
-                why = SearchExplanation(
-                    group_name,
-                    tool,
-                    exact,
-                    score,
-                    coordination,
-                    tuple(
-                        TermMatch(token, field, via_stem, gain, gain / total if total else 0.0)
-                        for token, field, via_stem, gain in matches
-                    ),
-                )
-                if vectors is not None and query_vector is not None:
-                    try:
-                        hybrid = cache.index.explain_hybrid(query, query_vector, groups, key, vectors.weight)
-                    except ValueError:  # the query vector's size differs from the tools' (searched by keywords)
-                        hybrid = None
-                    if hybrid is not None:
-                        _, _, keyword_share, cosine, semantic_share, weight, fused = hybrid
-                        why = replace(
-                            why,
-                            keyword_share=keyword_share,
-                            cosine=cosine,
-                            semantic=semantic_share / weight if weight > 0 else None,
-                            semantic_share=semantic_share,
-                            weight=weight,
-                            fused=fused,
-                        )
-                out.append(why)
-        return out
+        return explain_tools(self._runtime, query, tools, group)
 
     # --- contributions ---
 
@@ -447,7 +404,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                         call_def = tool_def
                     continue
             kept.append(tool_def)
-        self._refuse_rewrapping(directory.foreign_toolsets)
+        refuse_rewrapping(directory.foreign_toolsets, self._controls)
         if any(d is not None and d.defer_loading for d in (search_def, call_def)):
             raise UserError(
                 f'Something defers the ToolProxy controls ({config.search_name!r}, {config.call_name!r}), e.g. '
@@ -461,41 +418,6 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         request_context.model_request_parameters = replace(params, function_tools=kept)
         shorten_unknown_tool_retries(request_context.messages, runtime, directory, [t.name for t in kept], ctx.run_id)
         return request_context
-
-    def _refuse_rewrapping(self, foreign: Sequence[Any]) -> None:
-        """Fail when a renaming toolset re-owns the proxy's tools (Pydantic AI's `PrefixTools` around this capability
-        or around a `CombinedCapability` holding it, `proxy.get_toolset().prefixed(...)` or `.renamed(...)` installed as
-        a toolset): those
-        copies of its members would be offered to the model and run when called directly, and the controls would not
-        see them. `foreign` holds the step's toolsets that own tools other than members (`Directory.foreign_toolsets`,
-        a few per step); each is searched through `wrapped` and `toolsets`, a few levels deep.
-
-        Raises:
-            UserError: naming the wrapper.
-        """
-        for owner in foreign:
-            # Renaming wrappers are the toolsets that re-own the tools they wrap (`toolset=self`); a wrapper that
-            # only adds tools of its own around everything (Pydantic AI's native tool search) leaves ours alone.
-            if not isinstance(owner, (PrefixedToolset, RenamedToolset)):
-                continue
-            stack: list[tuple[Any, int]] = [(owner, 0)]
-            while stack:
-                toolset, depth = stack.pop()
-                if isinstance(toolset, ProxySurfaceToolset) and any(t is self._controls for t in toolset.toolsets):
-                    raise UserError(
-                        f'{owner.label} wraps a ToolProxyCapability and re-owns its tools, so its grouped tools would be '
-                        'offered directly and its controls would not see them. Do not wrap the proxy in PrefixTools or '
-                        'another renaming toolset, or install its toolset again: rename the controls with '
-                        'ToolProxyConfig(search_name=..., call_name=...) and prefix or rename the group sources themselves.'
-                    )
-                if depth >= 8:
-                    continue
-                inner = getattr(toolset, 'wrapped', None)
-                if isinstance(inner, AbstractToolset):
-                    stack.append((inner, depth + 1))
-                children = getattr(toolset, 'toolsets', None)
-                if isinstance(children, (list, tuple)):
-                    stack.extend((child, depth + 1) for child in children if isinstance(child, AbstractToolset))
 
     async def before_tool_validate(
         self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: RawToolArgs

@@ -9,9 +9,16 @@ also shows the keyword share, the cosine, the normalized semantic share, the wei
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-__all__ = ('SearchExplanation', 'TermMatch')
+from ._names import canonical_name
+
+if TYPE_CHECKING:
+    from ._runtime import ProxyRuntime
+
+__all__ = ('SearchExplanation', 'TermMatch', 'explain_tools')
 
 
 @dataclass(frozen=True)
@@ -73,3 +80,54 @@ class SearchExplanation:
     semantic_share: float | None = None
     weight: float | None = None
     fused: float | None = None
+
+
+def explain_tools(
+    runtime: ProxyRuntime, query: str, tools: Sequence[tuple[str, str]], group: str | None
+) -> list[SearchExplanation]:
+    """`ToolProxyCapability.explain`: one `SearchExplanation` per `(group, tool)` pair of `tools`, from the search
+    index as the last search left it (`SearchIndex.explain`, and `explain_hybrid` when a recent search embedded this
+    `query`; the embedder is never called). A pair the index does not hold explains as a score of 0."""
+    groups = None if group is None else [group]
+    cache = runtime.search_index
+    vectors = runtime.vectors
+    query_vector = None if vectors is None else vectors.cached_query_vector(query)
+    out: list[SearchExplanation] = []
+    with cache.lock:
+        for group_name, tool in tools:
+            key = canonical_name(group_name, tool)
+            raw = cache.index.explain(query, groups, key)
+            if raw is None:
+                out.append(SearchExplanation(group_name, tool, False, 0.0, 1.0, ()))
+                continue
+            exact, score, coordination, matches = raw
+            total = score / coordination if coordination else 0.0
+            why = SearchExplanation(
+                group_name,
+                tool,
+                exact,
+                score,
+                coordination,
+                tuple(
+                    TermMatch(token, field, via_stem, gain, gain / total if total else 0.0)
+                    for token, field, via_stem, gain in matches
+                ),
+            )
+            if vectors is not None and query_vector is not None:
+                try:
+                    hybrid = cache.index.explain_hybrid(query, query_vector, groups, key, vectors.weight)
+                except ValueError:  # the query vector's size differs from the tools' (searched by keywords)
+                    hybrid = None
+                if hybrid is not None:
+                    _, _, keyword_share, cosine, semantic_share, weight, fused = hybrid
+                    why = replace(
+                        why,
+                        keyword_share=keyword_share,
+                        cosine=cosine,
+                        semantic=semantic_share / weight if weight > 0 else None,
+                        semantic_share=semantic_share,
+                        weight=weight,
+                        fused=fused,
+                    )
+            out.append(why)
+    return out

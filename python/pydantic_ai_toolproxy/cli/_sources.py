@@ -205,7 +205,7 @@ def mcp_source(spec: SourceSpec) -> AbstractToolset[Any]:
         raise SourceError(f'{spec.label}: cannot parse the command line: {exc}') from exc
     if not argv:
         raise SourceError(f'{spec.label}: the command line is empty')
-    from .._mcp_config import server_log_path
+    from .._mcp_server import server_log_path
 
     # keep_alive off: the server stops with the command; its stderr goes to a file (quoted when it fails to start)
     log = server_log_path(spec.group or argv[0], spec.server_log)

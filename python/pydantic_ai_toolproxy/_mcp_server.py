@@ -1,0 +1,175 @@
+"""A stdio MCP server's process and its first listing, for the `mcpServers` groups (`_mcp_config`).
+
+- The process: Pydantic AI builds each stdio server's FastMCP `StdioTransport` with `keep_alive` on, which keeps the
+  process running after the run that started it, bound to the event loop that started it. `prepare_transport`
+  turns it off (a server runs while a run holds it) and sends its stderr to a file of its own (`server_log_path`),
+  so a server that fails to start is reported with the last lines it wrote (`stderr_tail`).
+- The listing: starting includes a first `tools/list` (`first_listing`, bounded by `LISTING_TIMEOUT`), and a
+  cached listing becomes tool definitions through Pydantic AI's own `MCPToolset` (`tools_from_listing`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from ._names import group_id
+from .mcp_listing_cache import ServerListing
+
+logger = logging.getLogger('pydantic_ai_toolproxy')
+
+
+LISTING_TIMEOUT = 5.0
+"""Seconds a server that started may take to answer its first `tools/list` (Pydantic AI's `init_timeout` default
+for the start itself; its 300 s `read_timeout` would hold every run that long)."""
+
+
+STDERR_TAIL_LINES = 12
+"""Most lines of a server's stderr quoted in a start failure's warning."""
+
+STDERR_TAIL_BYTES = 1_500
+"""Most bytes (UTF-8) of a server's stderr quoted in a start failure's warning."""
+
+_private_log_dir: Path | None = None
+
+
+def _log_dir() -> Path:
+    """The private folder for server stderr files of this process (made on first use, removed at exit)."""
+    global _private_log_dir
+    if _private_log_dir is None:
+        folder = Path(tempfile.mkdtemp(prefix='toolproxy-mcp-'))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _private_log_dir = folder
+    return _private_log_dir
+
+
+def server_log_path(server: str, server_log: str | os.PathLike[str] | None) -> Path:
+    """Where the stderr of the MCP server named `server` goes: `<server_log>/<group id>.log` (appended to), or a file
+    in a private temporary folder of this process (removed at exit) when `server_log` is None."""
+    folder = Path(os.path.expanduser(os.fspath(server_log))) if server_log is not None else _log_dir()
+    return folder / f'{group_id(server)}.log'
+
+
+def stderr_tail(path: Path | None, offset: int = 0) -> str:
+    """The last lines a server wrote to its stderr file `path` from byte `offset` on: at most `STDERR_TAIL_LINES`
+    lines and `STDERR_TAIL_BYTES` bytes, joined with ` | `; '' when there are none or the file cannot be read."""
+    if path is None:
+        return ''
+    try:
+        with path.open('rb') as f:
+            size = f.seek(0, os.SEEK_END)
+            start = max(offset, size - 4 * STDERR_TAIL_BYTES)
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return ''
+    lines = [line.strip() for line in data.decode('utf-8', 'replace').splitlines() if line.strip()]
+    text = ' | '.join(lines[-STDERR_TAIL_LINES:])
+    encoded = text.encode()
+    if len(encoded) > STDERR_TAIL_BYTES:
+        text = '...' + encoded[-(STDERR_TAIL_BYTES - 3) :].decode('utf-8', 'ignore')
+    return text
+
+
+def _log_size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
+
+
+def prepare_transport(toolset: Any, server: str, server_log: str | os.PathLike[str] | None) -> Path | None:
+    """Turn `keep_alive` off on a stdio `MCPToolset`'s transport and send its stderr to `server_log_path`: the
+    server stops when the last run holding it leaves (see the module docstring). Returns the stderr file (None for
+    a server that is no stdio process)."""
+    client = getattr(toolset, 'client', None)
+    transport = getattr(client, 'transport', None)
+    if transport is None or not hasattr(transport, 'keep_alive') or not hasattr(transport, 'log_file'):
+        return None
+    transport.keep_alive = False
+    path = server_log_path(server, server_log)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    transport.log_file = path
+    return path
+
+
+class _ListedFrom:
+    """An `MCPToolset` seen through a cached listing: `list_tools` answers the listing, everything else is the
+    toolset's own (so `MCPToolset.get_tools` builds the tools exactly as from a live listing, owned by the toolset)."""
+
+    def __init__(self, toolset: Any, tools: list[Any]) -> None:
+        self._toolset = toolset
+        self._tools = tools
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._toolset, name)
+
+    async def list_tools(self) -> list[Any]:
+        return self._tools
+
+
+async def tools_from_listing(toolset: Any, entry: ServerListing, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+    """The tools `toolset` (an `MCPToolset`) would list if its server answered `entry`'s listing: Pydantic AI's own
+    `MCPToolset.get_tools` run over the cached MCP `Tool` objects.
+
+    Raises:
+        ValueError: an entry whose tools the MCP SDK rejects (pydantic's `ValidationError`).
+    """
+    from mcp.types import Tool
+
+    tools = [Tool.model_validate(tool) for tool in entry.tools]
+    listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
+    return listed
+
+
+async def first_listing_with_ttl(toolset: Any) -> tuple[list[Any], int | None]:
+    """`first_listing` with the server's `ttlMs` hint of the listing's first page (None without one)."""
+    client = toolset.client
+    list_page = getattr(client, 'list_tools_mcp', None)
+    if list_page is None:  # pragma: no cover - a client without the page call: no hint
+        return await first_listing(toolset), None
+    try:
+        with anyio.fail_after(LISTING_TIMEOUT):
+            page = await list_page()
+            tools: list[Any] = list(page.tools)
+            ttl = getattr(page, 'ttl_ms', None)
+            cursor = getattr(page, 'next_cursor', None)
+            pages = 1
+            while cursor and pages < 250:
+                page = await list_page(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = getattr(page, 'next_cursor', None)
+                pages += 1
+    except TimeoutError as exc:
+        raise TimeoutError(f'no answer to tools/list within {LISTING_TIMEOUT:g} s') from exc
+    return tools, ttl if isinstance(ttl, int) and ttl > 0 else None
+
+
+async def first_listing(toolset: Any) -> list[Any]:
+    """The tools an entered `MCPToolset` lists, asked of its FastMCP client (`toolset.client.list_tools()`) within
+    `LISTING_TIMEOUT` seconds.
+
+    The client is asked, not `MCPToolset.list_tools()` (which would cache the answer): cancelling the latter at the
+    timeout leaves the toolset counted as entered, so its server would never stop. The cost is one more `tools/list`
+    request at each start (the toolset lists again, for the run, and caches that).
+
+    Raises:
+        TimeoutError: no answer within `LISTING_TIMEOUT`.
+        Exception: what the listing raises (`MCPError` when the server exits, pydantic's `ValidationError` for a
+            listing the MCP SDK rejects).
+    """
+    try:
+        with anyio.fail_after(LISTING_TIMEOUT):
+            tools: list[Any] = await toolset.client.list_tools()
+    except TimeoutError as exc:
+        raise TimeoutError(f'no answer to tools/list within {LISTING_TIMEOUT:g} s') from exc
+    return tools

@@ -1,0 +1,348 @@
+"""`MCPServerToolset`: one server of an `mcpServers` file as a group's source, started, lazily or not, without
+ever failing a run (see `_mcp_config` for the whole story).
+
+A server that does not start is caught when a run enters it: that run goes on without its group, with one warning
+quoting its stderr. With a listing store, a lazy server whose cached listing is fresh is not started until a call
+needs it; every live start stores what the server listed, and the live listing wins over the cached one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import anyio
+from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from ._mcp_server import (
+    _log_size,
+    first_listing_with_ttl,
+    stderr_tail,
+    tools_from_listing,
+)
+from ._members import bad_member_name, unsupported_member
+from ._names import group_id
+from ._same import same_value
+from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
+
+logger = logging.getLogger('pydantic_ai_toolproxy')
+
+
+@dataclass
+class _Shared:
+    """What the run copies of one `MCPServerToolset` share: the listing cache entry and the log-once flags."""
+
+    entry: ServerListing | None = None
+    """The last listing known (read from the store once, replaced by each live start)."""
+    loaded: bool = False
+    store_failed: bool = False
+    left_out: set[str] = field(default_factory=set)
+    """Names of listed tools already warned about as unusable (one warning each per server)."""
+
+
+@dataclass
+class MCPServerToolset(WrapperToolset[AgentDepsT]):
+    """One server of an `mcpServers` file: its `MCPToolset`, tolerant of a server that does not start, started
+    concurrently with the file's other servers, or lazily from a cached listing.
+
+    `for_run` gives each run its own copy (sharing the one `MCPToolset`, so one connection serves concurrent runs),
+    which remembers whether its own start (the connection and the first tool listing) failed; a failed copy lists
+    no tools and no instructions, and its exit leaves the `MCPToolset` alone. A later listing that fails marks the
+    copy failed too (its exit still closes what its entry opened).
+
+    Lazy (`lazy=True` with a `listing_store`): a run entry that finds a fresh entry for `cache_key` starts
+    nothing; the copy lists the cached tools (built by Pydantic AI's own `MCPToolset.get_tools`, so the definitions
+    equal a live listing's) until a call needs the server: `call_tool` then starts it inside the run (stopped when
+    the run ends), and from then on the live listing wins (stored, listed, and the call checked against it). Every
+    live start stores what the server listed.
+
+    Attributes:
+        server: The server's name in the file.
+        start_error: The exception that kept the server from starting at this copy's last entry, or that a later
+            tool listing raised (None: it started and lists, or was not entered yet).
+    """
+
+    server: str = ''
+    stderr_path: Path | None = None
+    """The file the server's stderr goes to (`prepare_transport`), None when it is no stdio process."""
+    private_log: bool = True
+    """Whether `stderr_path` is in the process's private folder (emptied before each fresh start)."""
+    lazy: bool = False
+    """Start the server only when a call needs it, while the listing cache holds a fresh entry."""
+    listing_store: ListingStore | None = None
+    cache_key: str = ''
+    max_age: float = DEFAULT_MAX_AGE
+    shared: _Shared = field(default_factory=_Shared, repr=False, compare=False)
+    start_error: Exception | None = field(default=None, init=False, repr=False, compare=False)
+    start_failure: str = field(default='', init=False, repr=False, compare=False)
+    """`start_error` as reported: `MCP server 'x' did not start (...)`, with the server's last stderr lines."""
+    listed: int = field(default=0, init=False, repr=False, compare=False)
+    """How many tools the server listed at its last start, or the cached entry holds."""
+    from_cache: bool = field(default=False, init=False, repr=False, compare=False)
+    """Whether this copy serves the cached listing (nothing started yet)."""
+    cache_state: Literal['fresh', 'stale', 'missing'] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """What a lazy start found in the listing cache at this copy's last start (None: not lazy, or `refresh`)."""
+    _entered: int = field(default=0, init=False, repr=False, compare=False)
+    """Entries of this copy that started the server and are not exited yet (entries nest, exits come in reverse)."""
+    _prestarted: bool = field(default=False, init=False, repr=False, compare=False)
+    """Started by the surface (`prestart`), concurrently with the other servers: the next entry is that start."""
+    _call_lock: anyio.Lock | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def id(self) -> str | None:
+        return self.wrapped.id
+
+    @property
+    def label(self) -> str:
+        return f'MCP server {self.server!r} ({self.wrapped.label})'
+
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        return replace(self, wrapped=await self.wrapped.for_run(ctx))
+
+    @property
+    def prestarted(self) -> bool:
+        """Whether `prestart` ran and no entry has taken that start over yet."""
+        return self._prestarted
+
+    async def prestart(self) -> None:
+        """Start now (`start`) on behalf of the next `__aenter__`: the surface starts all its servers at once."""
+        await self.start()
+        self._prestarted = True
+
+    async def __aenter__(self) -> Self:
+        if self._prestarted:
+            self._prestarted = False
+            return self
+        await self.start()
+        return self
+
+    async def start(self, *, warn: bool = True, refresh: bool = False) -> bool:
+        """Make the server usable for this copy: serve a fresh cached listing (lazy, unless `refresh`), else enter
+        the server (start it unless a run holds it already) and list its tools once (`first_listing`), storing the
+        listing.
+
+        Returns False when that failed: nothing stays entered, `start_error` holds the exception and
+        `start_failure` the text (with the server's last stderr lines), logged as a warning when `warn`.
+        Cancellation propagates (the entry undone first).
+        """
+        self.from_cache = False
+        self.cache_state = None
+        if self.lazy and not refresh:
+            entry = self.cached_entry()
+            self.cache_state = 'missing' if entry is None else 'stale'
+            if entry is not None and entry.fresh(self.max_age):
+                self.cache_state = 'fresh'
+                self.from_cache = True
+                self.start_error = None
+                self.start_failure = ''
+                self.listed = len(entry.tools)
+                return True
+        return await self._start_live(warn, 'this run')
+
+    async def _start_live(self, warn: bool, left_out_of: str) -> bool:
+        offset = self._log_offset()
+        try:
+            await self.wrapped.__aenter__()
+        except Exception as exc:  # the server's own failure: this run goes on without its group
+            self._failed(exc, 'did not start', left_out_of, offset, warn)
+            return False
+        try:
+            tools, ttl_ms = await first_listing_with_ttl(self.wrapped)
+        except BaseException as exc:
+            # Undo the entry (the server stops unless another run uses it), also when the run is being cancelled.
+            with anyio.CancelScope(shield=True):
+                await self.wrapped.__aexit__(None, None, None)
+            if not isinstance(exc, Exception):
+                raise
+            self._failed(exc, 'did not start', left_out_of, offset, warn)
+            return False
+        self.listed = len(tools)
+        self.start_error = None
+        self.start_failure = ''
+        self._entered += 1
+        self._remember(tools, ttl_ms)
+        return True
+
+    def cached_entry(self) -> ServerListing | None:
+        """The listing cache's entry for this server (read from the store once per process), or None."""
+        shared = self.shared
+        if not shared.loaded and self.listing_store is not None:
+            shared.loaded = True
+            try:
+                shared.entry = self.listing_store.get(self.cache_key)
+            except Exception as exc:
+                self._store_failed(exc)
+        return shared.entry
+
+    def _remember(self, tools: list[Any], ttl_ms: int | None) -> None:
+        """Keep what a live start listed, in memory and in the store (a store failure is logged once)."""
+        info = getattr(self.wrapped, '_server_info', None)
+        try:
+            entry = ServerListing(
+                tools=tuple(tool.model_dump(mode='json', by_alias=True, exclude_none=True) for tool in tools),
+                server_name=_text_attr(info, 'name'),
+                server_version=_text_attr(info, 'version'),
+                server_title=_text_attr(info, 'title'),
+                instructions=_text_attr(self.wrapped, 'instructions'),
+                fetched_at=time.time(),
+                ttl_ms=ttl_ms,
+            )
+        except Exception as exc:  # a listing that cannot be dumped as JSON: not cached
+            self._store_failed(exc)
+            return
+        shared = self.shared
+        shared.loaded = True
+        if shared.entry is not None and shared.entry.tools == entry.tools and shared.entry.fresh(self.max_age):
+            return  # unchanged and fresh: no write
+        shared.entry = entry
+        if self.listing_store is not None:
+            try:
+                self.listing_store.put(self.cache_key, entry)
+            except Exception as exc:
+                self._store_failed(exc)
+
+    def _store_failed(self, exc: BaseException) -> None:
+        if not self.shared.store_failed:
+            self.shared.store_failed = True
+            logger.warning(
+                'MCP listing cache %r failed for server %r (%s: %s); servers are started as without a cache',
+                self.listing_store,
+                self.server,
+                type(exc).__name__,
+                exc,
+            )
+
+    def _log_offset(self) -> int:
+        """Where this start's stderr begins in `stderr_path`; a private file is emptied first when no run holds the
+        server (nothing writes to it then), so it holds one process's stderr at most."""
+        path = self.stderr_path
+        if path is None:
+            return 0
+        if self.private_log and not getattr(self.wrapped, 'is_running', True):
+            with contextlib.suppress(OSError):
+                path.write_bytes(b'')
+        return _log_size(path)
+
+    def failure(self, exc: BaseException, what: str, offset: int = 0) -> str:
+        """`MCP server 'x' <what> (<error>)`, with the last lines of the server's stderr since `offset` when it
+        wrote any (bounded: `stderr_tail`)."""
+        text = f'MCP server {self.server!r} {what} ({type(exc).__name__}: {exc})'
+        tail = stderr_tail(self.stderr_path, offset)
+        return f'{text}; its stderr ended: {tail}' if tail else text
+
+    def _failed(self, exc: Exception, what: str, left_out_of: str, offset: int = 0, warn: bool = True) -> None:
+        self.start_error = exc
+        self.start_failure = self.failure(exc, what, offset)
+        if warn:
+            logger.warning('%s; group %r is left out of %s', self.start_failure, group_id(self.server), left_out_of)
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        self.from_cache = False
+        if self._entered == 0:  # this entry started nothing (a failure, or a cached listing never called)
+            return None
+        self._entered, entered = 0, self._entered
+        for _ in range(entered):  # a lazy start inside the run is closed with the run's exit
+            await self.wrapped.__aexit__(*args)
+        return None
+
+    async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        if self.start_error is not None:
+            return {}
+        if self.from_cache and self._entered == 0:
+            entry = self.shared.entry
+            if entry is None:  # pragma: no cover - from_cache is set only with an entry
+                return {}
+            return self.usable(await tools_from_listing(self.wrapped, entry, ctx))
+        try:
+            tools = await self.wrapped.get_tools(ctx)
+        except Exception as exc:  # a listing after a change: the rest of the run goes on without the group
+            self._failed(exc, 'failed to list its tools', 'the rest of this run')
+            return {}
+        return self.usable(tools)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
+    ) -> Any:
+        """Call the server's tool `name`; a copy serving the cached listing starts the server first (once per run).
+
+        Raises:
+            ModelRetry: (at most 2,000 characters) the server did not start (the host gets one warning with its
+                stderr), it no longer has the tool, or the tool's schema changed since it was listed: the model is
+                told to search the group again or to use another group.
+        """
+        if self.from_cache and self._entered == 0:
+            if self._call_lock is None:
+                self._call_lock = anyio.Lock()
+            async with self._call_lock:
+                if self._entered == 0 and not await self._start_live(True, 'this call (other calls try again)'):
+                    raise ModelRetry(
+                        f'The MCP server of group {group_id(self.server)!r} could not be started, so {name!r} did '
+                        'not run. Use a tool of another group, or tell the user that this server is unavailable.'
+                    )
+            live = self.usable(await self.wrapped.get_tools(ctx))
+            current = live.get(name)
+            if current is None:
+                raise ModelRetry(
+                    f'Group {group_id(self.server)!r} no longer has the tool {name!r}: its MCP server changed since '
+                    'the tool was listed, and it did not run. Search the group again for its current tools.'
+                )
+            if not _same_definition(current.tool_def, tool.tool_def):
+                raise ModelRetry(
+                    f'The tool {name!r} of group {group_id(self.server)!r} changed since it was listed (its MCP server '
+                    'was updated), and it did not run. Search the group again for its current schema, then call it.'
+                )
+            tool = current
+        return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+
+    def usable(self, tools: dict[str, ToolsetTool[AgentDepsT]]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        """`tools` without those that cannot be proxy members (a name such as `""`, an unsupported kind), each
+        warned about once per server; the same dict when all are usable."""
+        bad: dict[str, str] = {}
+        for name, tool in tools.items():
+            shown = bad_member_name(name)
+            if shown is not None:
+                bad[name] = f'its name {shown} cannot be called through the proxy'
+            elif (unsupported := unsupported_member(tool.tool_def)) is not None:
+                bad[name] = unsupported.text
+        if not bad:
+            return tools
+        for name, why in bad.items():
+            if name not in self.shared.left_out:
+                self.shared.left_out.add(name)
+                logger.warning(
+                    'MCP server %r listed a tool %r that is left out of group %r: %s',
+                    self.server,
+                    name,
+                    group_id(self.server),
+                    why,
+                )
+        return {name: tool for name, tool in tools.items() if name not in bad}
+
+    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
+        if self.start_error is not None or (self.from_cache and self._entered == 0):
+            return None
+        return await self.wrapped.get_instructions(ctx)
+
+
+def _text_attr(obj: object, name: str) -> str | None:
+    value = getattr(obj, name, None) if obj is not None else None
+    return value if isinstance(value, str) else None
+
+
+def _same_definition(live: ToolDefinition, cached: ToolDefinition) -> bool:
+    """Whether a live tool's definition is the one the model was shown from the cache (what a call is checked
+    against)."""
+    return (
+        live.description == cached.description
+        and same_value(live.parameters_json_schema, cached.parameters_json_schema)
+        and same_value(live.return_schema, cached.return_schema)
+    )
