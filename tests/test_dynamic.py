@@ -279,7 +279,7 @@ async def test_a_listing_key_tells_every_compared_field_apart() -> None:
     from pydantic_ai.models.test import TestModel
     from pydantic_ai.toolsets.function import FunctionToolsetTool
 
-    from pydantic_ai_toolproxy._members import _ListingKey
+    from pydantic_ai_toolproxy._member_listing import ListingKey as _ListingKey
 
     def alpha(x: int) -> str:
         """Alpha."""
@@ -327,7 +327,7 @@ async def test_members_follow_fields_that_equality_ignores_and_tools_whose_key_c
     from pydantic_ai.toolsets.abstract import ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
 
-    from pydantic_ai_toolproxy import _members
+    from pydantic_ai_toolproxy import _member_listing
 
     any_args = SchemaValidator(core_schema.any_schema())
 
@@ -383,4 +383,4 @@ async def test_members_follow_fields_that_equality_ignores_and_tools_whose_key_c
         outputs = [p.content for p in returns(result.all_messages()) if p.tool_name == CALL]
         assert outputs == ['handler of step 1', 'handler of step 2', 'lazy ran'], outputs
         script = Script(script.turns)
-    assert len(_members._GETTERS) <= _members._MAX_GETTERS
+    assert len(_member_listing._GETTERS) <= _member_listing._MAX_GETTERS

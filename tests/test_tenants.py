@@ -20,7 +20,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from support import CALL, SEARCH, page_of, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, _members
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, _member_listing
 from pydantic_ai_toolproxy._index_cache import SearchIndexCache
 from pydantic_ai_toolproxy._private import DynamicToolset
 
@@ -219,7 +219,7 @@ async def test_member_listings_are_kept_per_tenant_and_bounded(monkeypatch: pyte
     assert all(members._listings[key][1] == listing for key, listing in kept.items())  # the same members reused
 
     # A source that builds a fresh toolset at every step keeps only as many older listings as the bound allows.
-    monkeypatch.setattr(_members, '_MAX_OLDER_LISTED', TOOLS + 1)
+    monkeypatch.setattr(_member_listing, '_MAX_OLDER_LISTED', TOOLS + 1)
     fresh = ToolProxyCapability(
         groups={
             'account': ToolProxyGroup(
