@@ -30,14 +30,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from corpus import Tool
+from bench.lib.corpus import Tool
 
 K = 10
 
@@ -258,7 +255,7 @@ def extra_queries(dump: Dump, index: Any, corpus: str, tools: Sequence[Tool]) ->
 
 
 def run(compact: bool, queries: bool, only: Iterable[str]) -> list[str]:
-    from quality import agent, bfcl
+    from bench.lib.sets import agent, bfcl
 
     dump = Dump(compact, queries)
     loaders = {'bfcl': bfcl, 'agent': agent}

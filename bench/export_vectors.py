@@ -24,13 +24,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import numpy as np
-from embedder import MODEL_LABEL, embed
-from quality import agent, bfcl
-from rankers import _key
-from tool_texts import DEFAULT_RECIPE, RECIPES, tool_texts
+
+from bench.lib.embedder import MODEL_LABEL, embed
+from bench.lib.rankers import _key
+from bench.lib.sets import agent, bfcl
+from bench.lib.tool_texts import DEFAULT_RECIPE, RECIPES, tool_texts
 
 
 def write(path: Path, vectors: np.ndarray, header: dict[str, object]) -> None:

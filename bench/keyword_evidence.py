@@ -24,15 +24,12 @@ import argparse
 import hashlib
 import json
 import re
-import sys
 from array import array
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from quality import agent, bfcl, first_rank
-from rankers import _key
-
+from bench.lib.metrics import first_rank
+from bench.lib.rankers import _key
+from bench.lib.sets import agent, bfcl
 from pydantic_ai_toolproxy import _core
 from pydantic_ai_toolproxy._directory import index_record
 from pydantic_ai_toolproxy._embedding_text import embedding_text

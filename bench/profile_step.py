@@ -26,20 +26,15 @@ import gc
 import os
 import pstats
 import re
-import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'examples'))
-
-import real_client
-from agent_steps import _timing_own_work, toolsets  # pyright: ignore[reportPrivateUsage]
-from bfcl_tools import load_bfcl_functions
-from loopback_llm import LoopbackServer
-from perf import corpus
-
+from bench.lib import real_client
+from bench.lib.agent_steps import _timing_own_work, toolsets  # pyright: ignore[reportPrivateUsage]
+from bench.lib.loopback_llm import LoopbackServer
+from bench.lib.replicas import corpus
+from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import ToolProxyCapability
 from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset

@@ -25,7 +25,7 @@ table. Metrics, overall (all queries alike) and per category:
 * Recall@k: share of queries found at rank <= k;
 * MRR@10: mean of 1 / rank, 0 for a query not found in the first 10.
 
-After the keyword tables come the **hybrid rows** (``bench/hybrid_quality.py``; ``--no-hybrid`` skips them): this
+After the keyword tables come the **hybrid rows** (``bench/lib/hybrid_rows.py``; ``--no-hybrid`` skips them): this
 package with all-MiniLM-L6-v2 as ``ToolProxyConfig(embedder=...)`` (offline, ``bench/embedder.py``), the hybrid
 with the package's default weight and MiniLM alone, through the same real ``search_proxy_tools`` calls, on all
 queries and on the development / held-out halves, with per-query wins and losses against the keyword ranking.
@@ -49,79 +49,15 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.lib.corpus import CATEGORIES, Question, Tool
+from bench.lib.metrics import AGENT_MARGIN, K, Scores, first_rank, scores
+from bench.lib.rankers import Ranker, agent_rankers, bfcl_rankers
+from bench.lib.sets import agent, bfcl
 
-from corpus import CATEGORIES, GROUP_DESCRIPTIONS, Question, Tool, load_questions, load_tools
-from rankers import Ranker, agent_rankers, bfcl_rankers
-
-from pydantic_ai_toolproxy._names import canonical_name
-
-K = 10
 TARGETS = {'Recall@1': 0.63, 'Recall@5': 0.86, 'MRR@10': 0.75}
-AGENT_MARGIN = 0.10
-"""Issue 14: Recall@5 of this package at least this much above bm25s with the group text."""
-
-
-@dataclass(frozen=True)
-class Scores:
-    """Metrics over a set of questions (all in 0..1)."""
-
-    count: int
-    recall_1: float
-    recall_5: float
-    mrr_10: float
-    recall_10: float = 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        """Metric name -> value, named as in `TARGETS`."""
-        return {'Recall@1': self.recall_1, 'Recall@5': self.recall_5, 'MRR@10': self.mrr_10}
-
-
-def first_rank(question: Question, ranked: list[str]) -> int | None:
-    """1-based rank of the first expected tool in the first `K` results, or None."""
-    for position, name in enumerate(ranked[:K], 1):
-        if name in question.expected:
-            return position
-    return None
-
-
-def scores(ranks: list[int | None]) -> Scores:
-    """Recall@1, @5, @10 and MRR@10 of the given first ranks (None = not found in the first `K`)."""
-    n = len(ranks)
-    if n == 0:
-        return Scores(0, 0.0, 0.0, 0.0)
-    found = [r for r in ranks if r is not None]
-    return Scores(
-        count=n,
-        recall_1=sum(r <= 1 for r in found) / n,
-        recall_5=sum(r <= 5 for r in found) / n,
-        mrr_10=sum(1 / r for r in found) / n,
-        recall_10=sum(r <= 10 for r in found) / n,
-    )
-
-
-# --- the corpora: tools, group descriptions, questions (expected tools as canonical names), rankers
-
-
-def bfcl() -> tuple[list[Tool], dict[str, str], list[Question]]:
-    """The BFCL corpus with expected tools as `group__tool`."""
-    tools = load_tools()
-    key = {tool.name: canonical_name(tool.group, tool.name) for tool in tools}
-    questions = [
-        Question(q.id, q.category, q.query, frozenset(key[name] for name in q.expected)) for q in load_questions()
-    ]
-    return tools, dict(GROUP_DESCRIPTIONS), questions
-
-
-def agent() -> tuple[list[Tool], dict[str, str], list[Question]]:
-    """The agent-query development set."""
-    from agent_corpus import group_descriptions, load_agent_queries, load_agent_tools
-
-    return load_agent_tools(), group_descriptions(), load_agent_queries()
 
 
 CORPORA: dict[
@@ -328,7 +264,7 @@ def main() -> int:
     problems: list[str] = []
 
     if args.corpus in ('all', 'agent'):
-        from agent_corpus import load_groups
+        from bench.lib.agent_corpus import load_groups
 
         tools, _descriptions, questions = agent()
         groups = load_groups()
@@ -381,32 +317,32 @@ def main() -> int:
             + ('met.' if not problems else 'NOT met: ' + '; '.join(problems))
         )
 
-    import hybrid_quality  # here: it imports numpy, which the tests' venv (importing this module) lacks
+    from bench.lib import hybrid_rows  # here: it imports numpy, which the tests' venv lacks
 
-    missing = None if args.no_hybrid else hybrid_quality.available()
+    missing = None if args.no_hybrid else hybrid_rows.available()
     if not args.no_hybrid and missing is None:
         print(
             '\n## Hybrid search: this package with all-MiniLM-L6-v2 as its embedder, real search_proxy_tools calls\n\n'
-            + hybrid_quality.NOTE
+            + hybrid_rows.NOTE
         )
         found: list[str] = []
         if args.corpus in ('all', 'agent'):
             tools, descriptions, questions = agent()
             started = time.perf_counter()
-            ranked = hybrid_quality.hybrid_rankings(tools, descriptions, questions)
+            ranked = hybrid_rows.hybrid_rankings(tools, descriptions, questions)
             styles = {
                 q.id: 'task-shaped' if q.category.startswith('task/') else 'descriptor + action' for q in questions
             }
-            rows = hybrid_quality.report('Agent queries', questions, agent_keyword, ranked, styles)
+            rows = hybrid_rows.report('Agent queries', questions, agent_keyword, ranked, styles)
             print(f'\n{time.perf_counter() - started:.0f} s (embedding the tools, unless cached, and every query).')
-            found += _hybrid_targets('agent', rows, {'Recall@5': bm25s_group_r5 + AGENT_MARGIN})
+            found += hybrid_rows.hybrid_targets('agent', rows, {'Recall@5': bm25s_group_r5 + AGENT_MARGIN})
         if args.corpus in ('all', 'bfcl'):
             tools, descriptions, questions = bfcl()
             started = time.perf_counter()
-            ranked = hybrid_quality.hybrid_rankings(tools, descriptions, questions)
-            rows = hybrid_quality.report('BFCL', questions, bfcl_keyword, ranked)
+            ranked = hybrid_rows.hybrid_rankings(tools, descriptions, questions)
+            rows = hybrid_rows.report('BFCL', questions, bfcl_keyword, ranked)
             print(f'\n{time.perf_counter() - started:.0f} s (embedding the tools, unless cached, and every query).')
-            found += _hybrid_targets('BFCL', rows, HYBRID_BFCL_TARGETS)
+            found += hybrid_rows.hybrid_targets('BFCL', rows, hybrid_rows.HYBRID_BFCL_TARGETS)
         print(
             '\nHybrid targets (BFCL Recall@1 >= 0.70 and Recall@5 >= 0.90; agent Recall@5 >= bm25s with the group '
             f'text + {AGENT_MARGIN:.2f}; no set below the keyword ranking on Recall@1 or Recall@5): '
@@ -416,37 +352,10 @@ def main() -> int:
     elif not args.no_hybrid:
         print(f'\nHybrid rows skipped: {missing}.')
     if args.corpus in ('all', 'toolsearch'):
-        import toolsearch
+        from bench.lib import toolsearch
 
         toolsearch.report()
     return 1 if problems and args.check else 0
-
-
-HYBRID_BFCL_TARGETS = {'Recall@1': 0.70, 'Recall@5': 0.90}
-"""Issue 22: BFCL figures of the hybrid with all-MiniLM-L6-v2."""
-
-
-def _hybrid_targets(
-    name: str, rows: dict[str, dict[str, tuple[float, float, float, float]]], targets: dict[str, float]
-) -> list[str]:
-    """The hybrid targets `name` misses: `targets` (metric -> least value, on all queries) and, on all queries and
-    on the held-out half, no Recall@1 or Recall@5 below the keyword ranking."""
-    import hybrid_quality
-
-    keyword, hybrid = rows['this package, keyword (the row above)'], rows[hybrid_quality.HYBRID]
-    index = {'Recall@1': 0, 'Recall@5': 1}
-    found = [
-        f'{name} hybrid {metric} {hybrid["all"][index[metric]]:.3f} < {least:.3f}'
-        for metric, least in targets.items()
-        if hybrid['all'][index[metric]] < least - 1e-12
-    ]
-    for half in ('all', hybrid_quality.HALVES[2]):
-        found += [
-            f'{name} hybrid {metric} on {half.split(" (")[0]} {hybrid[half][i]:.3f} below keyword {keyword[half][i]:.3f}'
-            for metric, i in index.items()
-            if hybrid[half][i] < keyword[half][i]
-        ]
-    return found
 
 
 if __name__ == '__main__':

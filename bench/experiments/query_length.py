@@ -13,16 +13,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'examples'))
-
-from bfcl_tools import load_bfcl_functions
-from perf import corpus, records
-
+from bench.lib.replicas import corpus, records
+from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import _core
 
 LENGTHS = (1_000, 10_000, 100_000)

@@ -31,17 +31,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from corpus import Question, Tool
-from embedder import embed_cached
-from quality import K, agent, bfcl, first_rank, scores
-from rankers import ToolProxyRanker, _key
-from tool_texts import RECIPES, tool_texts
 
+from bench.lib.corpus import Question, Tool
+from bench.lib.embedder import embed_cached
+from bench.lib.metrics import K, first_rank, scores
+from bench.lib.rankers import ToolProxyRanker, _key
+from bench.lib.sets import agent, bfcl
+from bench.lib.tool_texts import RECIPES, tool_texts
 from pydantic_ai_toolproxy import _core
 
 FS = (10, 20, 50, 100)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corpus import Tool
+from bench.lib.corpus import Tool
 
 RECIPES = ('name+description', 'name+description+group', 'name+description+group+parameters')
 DEFAULT_RECIPE = 'name+description+group'

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corpus import Question, Tool, load_questions, load_tools
+from bench.lib.corpus import Question, Tool, load_questions, load_tools
 
 PER_RUN = 50
 """Questions searched in one agent run (one `search_tools` call each, all in its first step)."""
@@ -176,7 +176,7 @@ def measure(n: int) -> tuple[int, list[Row]]:
 
 def report(sizes: Sequence[int] = SIZES) -> None:
     """Print the Markdown table of both strategies at each size."""
-    from quality import scores
+    from bench.lib.metrics import scores
 
     print(
         '\n## Pydantic AI ToolSearch over BFCL deferred tools: the keywords strategy against search_strategy() '

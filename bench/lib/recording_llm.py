@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from loopback_llm import HOST, openai_reply
+from bench.lib.loopback_llm import HOST, openai_reply
 
 __all__ = ('RecordingServer', 'Turn', 'conversation_of', 'instructions_of', 'tools_of')
 

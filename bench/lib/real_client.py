@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from agent_steps import ToolSpec, proxy_for, toolsets
-from loopback_llm import LoopbackServer, script_prompt
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.toolsets import FunctionToolset
+
+from bench.lib.agent_steps import ToolSpec, proxy_for, toolsets
+from bench.lib.loopback_llm import LoopbackServer, script_prompt
 
 DIRECT = 'all tools direct (`toolsets=`)'
 TOOL_SEARCH = 'Pydantic AI `ToolSearch` (`defer_loading=True`)'

@@ -18,11 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'examples'))
-
-from bfcl_tools import load_bfcl_functions
-from perf import corpus, records
+from bench.lib.replicas import corpus, records
+from examples.bfcl_tools import load_bfcl_functions
 
 
 def walk(node: Any, names: list[str], texts: list[str], depth: int = 0, in_property: bool = False) -> None:
