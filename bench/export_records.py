@@ -1,9 +1,9 @@
 """Export the records of `bench/perf.py`'s corpus for the Rust benches of `src/index/bench.rs`.
 
-    .venv-bench/bin/python bench/dumps/export_records.py /tmp/records.tsv [N]
+    .venv-bench/bin/python -m bench.export_records /tmp/records.tsv [N]
     TOOLPROXY_RECORDS=/tmp/records.tsv cargo test --release --lib build_phases -- --ignored --nocapture
 
-With `N` = `quality`: the 1,582 BFCL tools of `bench/corpus.py` (the quality benchmark's corpus), in its order,
+With `N` = `quality`: the 1,582 BFCL tools of `bench/lib/corpus.py` (the quality benchmark's corpus), in its order,
 the order of the tool vectors `bench/export_vectors.py` writes (`src/index/bench_hybrid.rs` reads both).
 
 One tab-separated line per record: key, group, tool, description, parameter names, parameter texts (names and

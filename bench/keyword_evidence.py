@@ -1,6 +1,6 @@
 """Hybrid quality with deterministic vectors: how the keyword share's evidence scale (issue 28) was chosen.
 
-    .venv/bin/python bench/keyword_evidence.py [--corpus all|bfcl|agent] [--weight 0.35] [--json OUT]
+    .venv/bin/python -m bench.keyword_evidence [--corpus all|bfcl|agent] [--weight 0.35] [--json OUT]
 
 No model is needed: each tool's text (``embedding_text``, as the package embeds it) and each query are embedded by two
 deterministic models written here, so the figures are reproducible on any machine, bit for bit:

@@ -13,10 +13,10 @@ natural-language BFCL questions:
 - bm25s (BM25 over name + description + parameter names);
 - interleaved tenants (`bench/tenants.py`): one proxy over a per-deps source (3,000 tools a tenant), concurrent runs
   against the same runs one after another, with the index changes each made;
-- what a user pays per step with a real provider client (`bench/real_client.py`, issue 15): Pydantic AI's
+- what a user pays per step with a real provider client (`bench/lib/real_client.py`, issue 15): Pydantic AI's
   `OpenAIChatModel` (and `AnthropicModel` up to 10,000 tools) over real HTTP against the scripted loopback server
-  of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy;
-- hybrid search (`bench/hybrid_perf.py`): `search_hybrid` with real all-MiniLM-L6-v2 vectors at 10,000 and
+  of `bench/lib/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy;
+- hybrid search (`bench/lib/hybrid_perf.py`): `search_hybrid` with real all-MiniLM-L6-v2 vectors at 10,000 and
   100,000 tools beside keyword search on the same index, the vectors' memory, and loading every vector from
   the persistent SQLite cache.
 
@@ -24,7 +24,7 @@ Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-
 of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
 Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip the FunctionModel per-step
 timing), `--only real-client` (only the real-client table), `--skip-real-client`, `--only hybrid` (only the
-hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/hybrid_perf.py),
+hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/lib/hybrid_perf.py),
 `--only mcp` (many MCP servers: time to the first model request, starts and memory, bench/mcp_servers.py; also printed
 at the end of a full run).
 """
@@ -59,6 +59,7 @@ from bench.lib.replicas import Fn, corpus, keyword_queries, nl_questions, record
 from bench.lib.tables import table
 from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import _core
+from pydantic_ai_toolproxy._directory import index_record
 from pydantic_ai_toolproxy._names import canonical_name
 from pydantic_ai_toolproxy._search import entry_size
 
@@ -297,7 +298,7 @@ async def main() -> None:
     parser.add_argument(
         '--hybrid-sizes',
         default='10000,100000',
-        help='sizes with hybrid-search timings (all-MiniLM-L6-v2 vectors, bench/hybrid_perf.py); empty to skip',
+        help='sizes with hybrid-search timings (all-MiniLM-L6-v2 vectors, bench/lib/hybrid_perf.py); empty to skip',
     )
     args = parser.parse_args()
     if args.only == 'mcp':
@@ -350,7 +351,7 @@ async def main() -> None:
         progress('embedded the BFCL functions and the queries (all-MiniLM-L6-v2, or its cache)')
 
     def measure_hybrid(n: int, fns: Sequence[Fn], core: CoreSearch) -> list[str]:
-        """The hybrid table's row at `n` tools (bench/hybrid_perf.py): vectors attached to `core`'s index."""
+        """The hybrid table's row at `n` tools (bench/lib/hybrid_perf.py): vectors attached to `core`'s index."""
         keys = [canonical_name(f.group, f.name) for f in fns]
         vectors = hybrid_perf.corpus_vectors(n, hybrid_vectors)
         h = hybrid_perf.measure(
@@ -640,7 +641,7 @@ def print_tables(
 
 
 def print_hybrid(hybrid_rows: list[list[str]]) -> None:
-    """The hybrid-search table (bench/hybrid_perf.py)."""
+    """The hybrid-search table (bench/lib/hybrid_perf.py)."""
     from bench.lib import hybrid_perf
 
     print('\n## Hybrid search (all-MiniLM-L6-v2 vectors, 384 dimensions), per query, median (p95)\n')

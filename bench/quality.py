@@ -1,22 +1,22 @@
 """Search quality: this package's ranking against the reference rankers, on two corpora (issues 5 and 14).
 
     bash scripts/bench-quality                      # sets up .venv-bench, then runs this
-    .venv-bench/bin/python bench/quality.py [--corpus all|bfcl|agent] [--jobs N] [--check] [--misses FILE]
+    .venv-bench/bin/python -m bench.quality [--corpus all|bfcl|agent] [--jobs N] [--check] [--misses FILE]
                                             [--all-references] [--no-hybrid]
 
-* **BFCL** (``bench/corpus.py``): 1,582 tools in the demo's 17 topic groups, 2,501 questions, the user's
+* **BFCL** (``bench/lib/corpus.py``): 1,582 tools in the demo's 17 topic groups, 2,501 questions, the user's
   question as the query.
-* **ToolSearch strategies** (``bench/toolsearch.py``, ``--corpus toolsearch``): Pydantic AI's own ``ToolSearch`` over
+* **ToolSearch strategies** (``bench/lib/toolsearch.py``, ``--corpus toolsearch``): Pydantic AI's own ``ToolSearch`` over
   1,000 and 10,000 deferred BFCL tools in real agent runs, its ``'keywords'`` strategy against this package's
   ``search_strategy()``: recall and milliseconds per call (about 3 minutes).
-* **Agent queries** (``bench/agent_corpus.py``, ``bench/agent_queries/``): the tools of real MCP servers from
+* **Agent queries** (``bench/lib/agent_corpus.py``, ``bench/agent_queries/``): the tools of real MCP servers from
   PyPI, one group per server with the package's own summary as its description, and queries written the way
   agents search (a kind of server plus an action, 5-20 words), each with its relevant tools. Its reference rows
   are bm25s without and with the group name and description (``--all-references`` adds a13n-harness ToolSearch
   and Pydantic AI's keyword fallback, which take about 1.5 minutes here); it runs first and takes well under a
   minute.
 
-Every ranker of ``bench/rankers.py`` is built over the corpus and asked, for each query, for its first 10
+Every ranker of ``bench/lib/rankers.py`` is built over the corpus and asked, for each query, for its first 10
 results; this package is asked through real ``search_proxy_tools`` calls of an agent run. A query counts as
 found at rank r when r is the best rank of any of its relevant tools (``group__tool``); a search the control
 refuses (one BFCL question is over its 4,096-byte query limit) counts as not found and is reported under the
@@ -26,7 +26,7 @@ table. Metrics, overall (all queries alike) and per category:
 * MRR@10: mean of 1 / rank, 0 for a query not found in the first 10.
 
 After the keyword tables come the **hybrid rows** (``bench/lib/hybrid_rows.py``; ``--no-hybrid`` skips them): this
-package with all-MiniLM-L6-v2 as ``ToolProxyConfig(embedder=...)`` (offline, ``bench/embedder.py``), the hybrid
+package with all-MiniLM-L6-v2 as ``ToolProxyConfig(embedder=...)`` (offline, ``bench/lib/embedder.py``), the hybrid
 with the package's default weight and MiniLM alone, through the same real ``search_proxy_tools`` calls, on all
 queries and on the development / held-out halves, with per-query wins and losses against the keyword ranking.
 Its targets (issue 22): BFCL Recall@1 >= 0.70 and Recall@5 >= 0.90, agent-set Recall@5 at least 0.10 above bm25s
@@ -243,7 +243,7 @@ def main() -> int:
         '--corpus',
         choices=['all', 'bfcl', 'agent', 'toolsearch'],
         default='all',
-        help='which corpus (default all; toolsearch: the ToolSearch strategies over BFCL, bench/toolsearch.py)',
+        help='which corpus (default all; toolsearch: the ToolSearch strategies over BFCL, bench/lib/toolsearch.py)',
     )
     parser.add_argument('--jobs', type=int, default=2, help='worker processes (default 2)')
     parser.add_argument(

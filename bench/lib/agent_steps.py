@@ -1,4 +1,4 @@
-"""Agent-level measurements for `perf.py`: real `Agent` runs driven by a `FunctionModel`, timed per step.
+"""Agent-level measurements for `bench.perf`: real `Agent` runs driven by a `FunctionModel`, timed per step.
 
 - `step_times`: CPU time of one agent step for several agents over the same tools (interleaved runs);
 - `own_work_per_step`: the time spent in ToolProxy's own per-step code (member wrapping, merging, directory,

@@ -3,7 +3,7 @@
 At each size (10,000 and 100,000 tools by default), over the corpus of ``bench/perf.py`` (the real BFCL
 functions, replicated with name suffixes):
 
-* **tool vectors**: real all-MiniLM-L6-v2 embeddings (``bench/embedder.py``, offline) of each BFCL function's
+* **tool vectors**: real all-MiniLM-L6-v2 embeddings (``bench/lib/embedder.py``, offline) of each BFCL function's
   embedding text (``_embedding_text.embedding_text``: name, description, group name and description); a
   replica ``{name}_r{k}`` gets its original's vector plus Gaussian noise (sigma 0.01 per dimension, seeded,
   then L2-normalized; cosine to the original about 0.98, as a renamed copy of a tool embeds), so the top 50 is not

@@ -8,13 +8,13 @@ main process, after every worker pool is gone) and :func:`report` prints, per co
   defaults (``ToolProxyConfig(embedder=<MiniLM>)``, nothing else set), each measured black-box through real
   ``search_proxy_tools`` calls of a real agent run (``rankers.ToolProxySearchRanker``);
 * each row on the whole set and on its two halves: the **development** half (queries at even positions,
-  0-based, in file order), on which ``bench/fusion_prototype.py`` chose the defaults, and the **held-out** half
+  0-based, in file order), on which ``bench/experiments/fusion_prototype.py`` chose the defaults, and the **held-out** half
   (odd positions), never used for a choice;
 * per query, wins and losses against the keyword ranking (a win: the first relevant result ranks higher; not
   in the first 10 counts as rank 11) and the two-sided exact sign test over them.
 
 The embedder is Pydantic AI's ``SentenceTransformerEmbeddingModel`` over the extracted offline model
-(``bench/embedder.py``); tool vectors persist in ``.models/embeddings.sqlite3`` (a ``SQLiteEmbeddingStore``:
+(``bench/lib/embedder.py``); tool vectors persist in ``.models/embeddings.sqlite3`` (a ``SQLiteEmbeddingStore``:
 the first run embeds every tool, later runs read the file). ``embedding_wait`` and ``query_timeout`` are raised to
 600 s, so that the first search waits for every tool vector and no search falls back to keywords because the
 CPU model is slow on a busy machine (one agent step runs 50 searches, whose 50 query embeddings share the CPU;
@@ -43,7 +43,7 @@ NOTE = (
     "Rows: this package's keyword ranking (the last row of the table above); MiniLM alone (semantic_weight=1.0: "
     'the cosine ranking, exact names still first); the hybrid with the package defaults (ToolProxyConfig(embedder='
     '<all-MiniLM-L6-v2>), nothing else set). Each on all queries, the development half (even positions, 0-based, '
-    'where bench/fusion_prototype.py chose the defaults) and the held-out half (odd positions). Wins / losses: '
+    'where bench/experiments/fusion_prototype.py chose the defaults) and the held-out half (odd positions). Wins / losses: '
     'queries whose first relevant tool ranks higher / lower than with the keyword ranking (not in the first 10 = '
     'rank 11); p: two-sided exact sign test.'
 )

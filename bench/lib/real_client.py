@@ -1,6 +1,6 @@
 """What a user pays per step with a real provider client: Pydantic AI's `OpenAIChatModel` on the
 `openai` SDK (and `AnthropicModel` on the `anthropic` SDK) over real HTTP and JSON, against the scripted server of
-`bench/loopback_llm.py` (another process, 127.0.0.1 only).
+`bench/lib/loopback_llm.py` (another process, 127.0.0.1 only).
 
 Three agents over the same tools, each with the same tools to call in the same order:
 

@@ -1,4 +1,4 @@
-"""The tool texts the hybrid benchmarks embed: the recipes compared by ``bench/fusion_prototype.py``.
+"""The tool texts the hybrid benchmarks embed: the recipes compared by ``bench/experiments/fusion_prototype.py``.
 
 Every recipe starts from the tool's local name with ``_`` and ``-`` as spaces, ``': '`` and its description:
 
