@@ -38,11 +38,12 @@ from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import ToolProxyCapability
 from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
+from pydantic_ai_toolproxy.capability import ProxyGuidance
 
 OWN_WORK = (
     (GroupMemberToolset, 'members_of', False),
     (ProxySurfaceToolset, 'merge', False),
-    (ToolProxyCapability, '_guidance', False),
+    (ProxyGuidance, '_guidance', False),
     (ToolProxyCapability, 'before_model_request', True),
     (ToolProxyCapability, 'before_tool_validate', True),
 )
