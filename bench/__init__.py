@@ -1,6 +1,6 @@
 """The benchmarks: commands at the top, the code they share in `bench.lib`, one-off studies in `bench.experiments`.
 
-Run a command as a module from the repository root (no `sys.path` edits anywhere: the root is on the path because
+Run a command as a module from the repository root (nothing here edits the import path: the root is on it because
 `-m` puts the working directory there), e.g.
 
     bash scripts/bench-perf                               # .venv-bench/bin/python -m bench.perf

@@ -20,8 +20,9 @@ natural-language BFCL questions:
   100,000 tools beside keyword search on the same index, the vectors' memory, and loading every vector from
   the persistent SQLite cache.
 
-Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-setup`). Prints Markdown tables
-of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
+Run with `bash scripts/bench-perf` (`.venv-bench/bin/python -m bench.perf` in the CPython 3.13 bench venv, see
+`scripts/bench-setup`). Prints Markdown tables of medians, p95s and ratios. Timings are wall-clock on a shared
+machine: read medians and ratios, not absolutes.
 Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip the FunctionModel per-step
 timing), `--only real-client` (only the real-client table), `--skip-real-client`, `--only hybrid` (only the
 hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/lib/hybrid_perf.py),
