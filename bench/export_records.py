@@ -54,8 +54,8 @@ def clean(text: str) -> str:
 def main() -> None:
     out = Path(sys.argv[1])
     if len(sys.argv) > 2 and sys.argv[2] == 'quality':
-        from corpus import load_tools
-        from perf import Fn
+        from bench.lib.corpus import load_tools
+        from bench.lib.replicas import Fn
 
         fns = [Fn(t.name, t.group, t.description, t.parameters) for t in load_tools()]
     else:

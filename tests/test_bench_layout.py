@@ -65,6 +65,15 @@ def test_bench_has_no_import_cycle() -> None:
         visit(name, [])
 
 
+def test_bench_modules_are_imported_by_their_package_path() -> None:
+    # `import corpus` or `from perf import ...` only worked with bench/ itself put on sys.path
+    stems = {path.stem for path in MODULES.values()} - {'__init__'}
+    for folder in ('bench', 'tests', 'scripts'):
+        for path in sorted((ROOT / folder).rglob('*.py')):
+            bare = {target for target in imports(path) if target.split('.')[0] in stems}
+            assert not bare, f'{path.relative_to(ROOT)} imports {sorted(bare)}: import bench.<module> instead'
+
+
 def test_commands_and_experiments_import_only_the_library() -> None:
     assert {kind(name) for name in MODULES} == {'command', 'lib', 'experiments'}
     for name, targets in GRAPH.items():
