@@ -1,17 +1,17 @@
 """Dump the core index's rankings, scores printed exactly, to compare two builds byte for byte.
 
-    .venv/bin/python bench/dump_rankings.py --out /tmp/now.txt
+    .venv/bin/python -m bench.dump_rankings --out /tmp/now.txt
     cmp /tmp/now.txt bench/dumps/after.txt                      # identical: no ranking moved
     diff <(cut -d' ' -f1-2 bench/dumps/after.txt) <(cut -d' ' -f1-2 /tmp/now.txt)   # order only, no scores
 
 ``bench/dumps/before.txt`` is the ranking before the core was split into ``src/index/`` (3f01d79);
 ``after.txt`` is main's ranking now: a change that moves rankings on purpose rewrites it in the same commit.
 
-For every query of both benchmark corpora (BFCL, ``bench/corpus.py``, and the agent-query development set,
-``bench/agent_corpus.py``) the first 10 results of ``_core.SearchIndex.search`` over all groups, with each
+For every query of both benchmark corpora (BFCL, ``bench/lib/corpus.py``, and the agent-query development set,
+``bench/lib/agent_corpus.py``) the first 10 results of ``_core.SearchIndex.search`` over all groups, with each
 result's score from ``SearchIndex.explain`` printed as ``repr`` of the float (an f32 widened to a Python
 float, so exact) and whether it was an exact-name match. The records and group descriptions are fed as
-``bench/rankers.py``'s ``ToolProxyRanker`` feeds them (the records ``_directory`` builds), written out here. Then a few extra
+``bench/lib/rankers.py``'s ``ToolProxyRanker`` feeds them (the records ``_directory`` builds), written out here. Then a few extra
 queries over each corpus (exact names, canonical names, identifiers, browse, group filters, pages) and over a
 small multilingual corpus written here (CJK, Khmer, Myanmar, Devanagari, Thai, Arabic, accented Latin).
 
@@ -30,14 +30,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from corpus import Tool
+from bench.lib.corpus import Tool
 
 K = 10
 
@@ -219,7 +216,7 @@ class Dump:
 
 
 def build(tools: Sequence[Tool], group_descriptions: Mapping[str, str]) -> Any:
-    """`_core.SearchIndex` over `tools`, as `bench/rankers.py`'s `ToolProxyRanker` builds it (written out here,
+    """`_core.SearchIndex` over `tools`, as `bench/lib/rankers.py`'s `ToolProxyRanker` builds it (written out here,
     so that a dump does not change when that module does)."""
     from pydantic_ai_toolproxy import _core
 
@@ -258,7 +255,7 @@ def extra_queries(dump: Dump, index: Any, corpus: str, tools: Sequence[Tool]) ->
 
 
 def run(compact: bool, queries: bool, only: Iterable[str]) -> list[str]:
-    from quality import agent, bfcl
+    from bench.lib.sets import agent, bfcl
 
     dump = Dump(compact, queries)
     loaders = {'bfcl': bfcl, 'agent': agent}

@@ -1,10 +1,10 @@
 """Write real all-MiniLM-L6-v2 vectors of the benchmark corpora to files, for tests and prototypes of the core.
 
-    .venv-bench/bin/python bench/export_vectors.py --out DIR [--corpus bfcl|agent|all] [--recipe RECIPE]
+    .venv-bench/bin/python -m bench.export_vectors --out DIR [--corpus bfcl|agent|all] [--recipe RECIPE]
 
 For each corpus NAME (``bfcl``, ``agent``) two pairs of files:
 
-* ``NAME_tools.f32`` + ``NAME_tools.json``: one row per tool, the text of ``bench/tool_texts.py``'s recipe
+* ``NAME_tools.f32`` + ``NAME_tools.json``: one row per tool, the text of ``bench/lib/tool_texts.py``'s recipe
   (default ``name+description+group``) embedded with ``embed_documents``;
 * ``NAME_queries.f32`` + ``NAME_queries.json``: one row per query, embedded with ``embed_query``.
 
@@ -13,7 +13,7 @@ Its ``.json`` sidecar: ``{"format": "float32-le row-major", "count", "dims", "mo
 where ``order`` lists the row keys in order: the tools' canonical names ``group__tool`` (as
 ``_core.SearchIndex`` keys them), or the query ids (BFCL ids, ``line N`` for the agent set); query sidecars
 also carry ``queries`` (the texts) and ``expected`` (canonical names per query). Nothing reaches a model hub
-(``bench/embedder.py``).
+(``bench/lib/embedder.py``).
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import numpy as np
-from embedder import MODEL_LABEL, embed
-from quality import agent, bfcl
-from rankers import _key
-from tool_texts import DEFAULT_RECIPE, RECIPES, tool_texts
+
+from bench.lib.embedder import MODEL_LABEL, embed
+from bench.lib.rankers import _key
+from bench.lib.sets import agent, bfcl
+from bench.lib.tool_texts import DEFAULT_RECIPE, RECIPES, tool_texts
 
 
 def write(path: Path, vectors: np.ndarray, header: dict[str, object]) -> None:

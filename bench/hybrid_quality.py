@@ -1,195 +1,39 @@
-"""The hybrid rows of the search-quality benchmark: this package with all-MiniLM-L6-v2 as its embedder.
-
-``bench/quality.py`` calls :func:`hybrid_rankings` after its keyword tables (so the model is loaded only in the
-main process, after every worker pool is gone) and :func:`report` prints, per corpus:
-
-* the rows: this package's keyword ranking (the row of the keyword table), **MiniLM alone**
-  (``semantic_weight=1.0``: the cosine ranking, exact names still first) and the **hybrid** with the package's
-  defaults (``ToolProxyConfig(embedder=<MiniLM>)``, nothing else set), each measured black-box through real
-  ``search_proxy_tools`` calls of a real agent run (``rankers.ToolProxySearchRanker``);
-* each row on the whole set and on its two halves: the **development** half (queries at even positions,
-  0-based, in file order), on which ``bench/fusion_prototype.py`` chose the defaults, and the **held-out** half
-  (odd positions), never used for a choice;
-* per query, wins and losses against the keyword ranking (a win: the first relevant result ranks higher; not
-  in the first 10 counts as rank 11) and the two-sided exact sign test over them.
-
-The embedder is Pydantic AI's ``SentenceTransformerEmbeddingModel`` over the extracted offline model
-(``bench/embedder.py``); tool vectors persist in ``.models/embeddings.sqlite3`` (a ``SQLiteEmbeddingStore``:
-the first run embeds every tool, later runs read the file). ``embedding_wait`` and ``query_timeout`` are raised to
-600 s, so that the first search waits for every tool vector and no search falls back to keywords because the
-CPU model is slow on a busy machine (one agent step runs 50 searches, whose 50 query embeddings share the CPU;
-with the default 5 s some of them timed out here): the rows measure the ranking, not this machine's speed.
+"""The hybrid rows of the search-quality benchmark alone: this package with all-MiniLM-L6-v2 as its embedder.
 
 Run alone (this package's keyword row, bm25s with the group text for the agent target, and the hybrid rows,
 without the slower references of ``bench/quality.py``)::
 
-    .venv-bench/bin/python bench/hybrid_quality.py [--corpus all|bfcl|agent]
+    .venv-bench/bin/python -m bench.hybrid_quality [--corpus all|bfcl|agent]
+
+The rows, the halves and the sign test are those of ``bench/lib/hybrid_rows.py``; exits 1 when a hybrid target
+(issue 22) is missed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from math import comb
+import argparse
+import sys
+import time
 
-from corpus import Question, Tool
-from embedder import MODEL_DIR, MODEL_LABEL, load_model
-from rankers import ToolProxySearchRanker
-
-CACHE = MODEL_DIR.parent / 'embeddings.sqlite3'
-"""The benchmark's persistent embedding cache (gitignored with `.models/`)."""
-
-K = 10
-CHUNK = 50
-"""Queries per agent run."""
-
-NOTE = (
-    "Rows: this package's keyword ranking (the last row of the table above); MiniLM alone (semantic_weight=1.0: "
-    'the cosine ranking, exact names still first); the hybrid with the package defaults (ToolProxyConfig(embedder='
-    '<all-MiniLM-L6-v2>), nothing else set). Each on all queries, the development half (even positions, 0-based, '
-    'where bench/fusion_prototype.py chose the defaults) and the held-out half (odd positions). Wins / losses: '
-    'queries whose first relevant tool ranks higher / lower than with the keyword ranking (not in the first 10 = '
-    'rank 11); p: two-sided exact sign test.'
+from bench.lib.hybrid_rows import (
+    CHUNK,
+    HYBRID_BFCL_TARGETS,
+    NOTE,
+    K,
+    available,
+    first_ranks,
+    hybrid_rankings,
+    hybrid_targets,
+    metrics,
+    report,
 )
-
-HYBRID = 'hybrid (ToolProxyConfig(embedder=MiniLM), the default semantic_weight)'
-ALONE = 'MiniLM alone (semantic_weight=1.0)'
-
-
-def available() -> str | None:
-    """None when the offline model and sentence-transformers are installed, else why the rows are skipped."""
-    if not (MODEL_DIR / 'model.safetensors').is_file():
-        return f'no model in {MODEL_DIR} (bash scripts/bench-setup installs it)'
-    try:
-        import pydantic_ai.embeddings.sentence_transformers  # noqa: F401
-    except ImportError as error:
-        return f'sentence-transformers is not installed ({error})'
-    return None
-
-
-def rankers(tools: Sequence[Tool], descriptions: Mapping[str, str]) -> list[ToolProxySearchRanker]:
-    """The MiniLM-alone and hybrid rankers over the corpus, in that order."""
-    model = load_model()
-    common: dict[str, object] = {
-        'embedder': model,
-        'embedding_cache': str(CACHE),
-        'embedding_wait': 600.0,
-        'query_timeout': 600.0,
-    }
-    return [
-        ToolProxySearchRanker(tools, descriptions, label=ALONE, semantic_weight=1.0, **common),
-        ToolProxySearchRanker(tools, descriptions, label=HYBRID, **common),
-    ]
-
-
-def hybrid_rankings(
-    tools: Sequence[Tool], descriptions: Mapping[str, str], questions: Sequence[Question]
-) -> dict[str, list[list[str]]]:
-    """Label -> the first `K` canonical names of every question, per ranker of `rankers`."""
-    out: dict[str, list[list[str]]] = {}
-    for ranker in rankers(tools, descriptions):
-        ranked: list[list[str]] = []
-        queries = [q.query for q in questions]
-        for start in range(0, len(queries), CHUNK):
-            ranked += ranker.rank_many(queries[start : start + CHUNK], K)
-        if ranker.failures:
-            print(f'{len(ranker.failures)} searches of {ranker.label} returned no page, e.g. {ranker.failures[0]}')
-        out[ranker.label] = ranked
-    return out
-
-
-def first_ranks(questions: Sequence[Question], rankings: Sequence[list[str]]) -> list[int]:
-    """The rank of each question's first relevant tool in its first `K` results, `K` + 1 when none is."""
-    out = []
-    for question, ranked in zip(questions, rankings):
-        out.append(next((r for r, key in enumerate(ranked[:K], 1) if key in question.expected), K + 1))
-    return out
-
-
-def metrics(ranks: Sequence[int]) -> tuple[float, float, float, float]:
-    """(Recall@1, Recall@5, Recall@10, MRR@10) of first ranks (`K` + 1 = not found)."""
-    n = len(ranks) or 1
-    return (
-        sum(r <= 1 for r in ranks) / n,
-        sum(r <= 5 for r in ranks) / n,
-        sum(r <= K for r in ranks) / n,
-        sum(1 / r for r in ranks if r <= K) / n,
-    )
-
-
-def sign_test(base: Sequence[int], other: Sequence[int]) -> tuple[int, int, float]:
-    """(wins, losses, two-sided exact sign-test p) of `other` against `base` (first ranks; lower is better)."""
-    wins = sum(b < a for a, b in zip(base, other))
-    losses = sum(b > a for a, b in zip(base, other))
-    n, k = wins + losses, min(wins, losses)
-    return wins, losses, (min(1.0, 2 * sum(comb(n, j) for j in range(k + 1)) / 2**n) if n else 1.0)
-
-
-HALVES = ('all', 'development half (even positions)', 'held-out half (odd positions)')
-
-
-def _half(values: Sequence[int], half: str) -> list[int]:
-    if half.startswith('development'):
-        return list(values[0::2])
-    if half.startswith('held-out'):
-        return list(values[1::2])
-    return list(values)
-
-
-def report(
-    name: str,
-    questions: Sequence[Question],
-    keyword: Sequence[list[str]],
-    hybrid: Mapping[str, list[list[str]]],
-    styles: Mapping[str, str] | None = None,
-) -> dict[str, dict[str, tuple[float, float, float, float]]]:
-    """Print the hybrid tables of corpus `name` (`styles`: question id -> style, for a per-style table); return
-    row label -> half -> metrics."""
-    rows = {'this package, keyword (the row above)': first_ranks(questions, keyword)}
-    rows |= {label: first_ranks(questions, ranked) for label, ranked in hybrid.items()}
-    from pydantic_ai_toolproxy import ToolProxyConfig
-
-    weight = ToolProxyConfig().semantic_weight
-    base = rows['this package, keyword (the row above)']
-    print(f'\n### {name}: hybrid search with {MODEL_LABEL}\n')
-    print('| ranker | set | queries | Recall@1 | Recall@5 | Recall@10 | MRR@10 | vs keyword: wins / losses (p) |')
-    print('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |')
-    out: dict[str, dict[str, tuple[float, float, float, float]]] = {}
-    for half in HALVES:
-        for label, ranks in rows.items():
-            mine, theirs = _half(ranks, half), _half(base, half)
-            m = out.setdefault(label, {})[half] = metrics(mine)
-            versus = '' if ranks is base else '+{} / -{} ({:.2g})'.format(*sign_test(theirs, mine))
-            cells = ' | '.join(f'{v:.3f}' for v in m)
-            shown = label.replace('the default semantic_weight', f'semantic_weight={weight}')
-            print(f'| {shown} | {half} | {len(mine)} | {cells} | {versus} |')
-    if styles is not None:
-        names = list(dict.fromkeys(styles[q.id] for q in questions))
-        print('\nPer query style, Recall@1 / Recall@5 / Recall@10 / MRR@10:\n')
-        counts = {s: sum(styles[q.id] == s for q in questions) for s in names}
-        print('| ranker | ' + ' | '.join(f'{s} ({counts[s]})' for s in names) + ' |')
-        print('| --- | ' + ' | '.join('---' for _ in names) + ' |')
-        for label, ranks in rows.items():
-            cells = []
-            for s in names:
-                m = metrics([r for q, r in zip(questions, ranks) if styles[q.id] == s])
-                cells.append(' / '.join(f'{v:.3f}' for v in m))
-            print(
-                f'| {label.replace("the default semantic_weight", f"semantic_weight={weight}")} | '
-                + ' | '.join(cells)
-                + ' |'
-            )
-    return out
+from bench.lib.metrics import AGENT_MARGIN
+from bench.lib.rankers import Bm25sRanker, ToolProxySearchRanker
+from bench.lib.sets import agent, bfcl
 
 
 def main() -> int:
     """Run the hybrid tables on their own (see the module docstring); exit 1 when a hybrid target is missed."""
-    import argparse
-    import sys
-    import time
-
-    from quality import AGENT_MARGIN, HYBRID_BFCL_TARGETS, _hybrid_targets, agent, bfcl
-    from rankers import Bm25sRanker
-
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--corpus', choices=['all', 'bfcl', 'agent'], default='all')
     args = parser.parse_args()
@@ -215,10 +59,10 @@ def main() -> int:
             bm25s = Bm25sRanker(tools, descriptions)
             bm25s_r5 = metrics(first_ranks(questions, [bm25s.rank_keys(q.query, K) for q in questions]))[1]
             print(f'\nbm25s with the group text: Recall@5 {bm25s_r5:.3f}.')
-            found += _hybrid_targets('agent', rows, {'Recall@5': bm25s_r5 + AGENT_MARGIN})
+            found += hybrid_targets('agent', rows, {'Recall@5': bm25s_r5 + AGENT_MARGIN})
         else:
             rows = report('BFCL', questions, keyword, ranked)
-            found += _hybrid_targets('BFCL', rows, HYBRID_BFCL_TARGETS)
+            found += hybrid_targets('BFCL', rows, HYBRID_BFCL_TARGETS)
         print(f'\n{time.perf_counter() - started:.0f} s for this corpus.')
     print(
         '\nHybrid targets (BFCL Recall@1 >= 0.70 and Recall@5 >= 0.90; agent Recall@5 >= bm25s with the group '
@@ -230,6 +74,4 @@ def main() -> int:
 
 
 if __name__ == '__main__':
-    import sys
-
     sys.exit(main())

@@ -1,6 +1,6 @@
 """Hybrid quality with deterministic vectors: how the keyword share's evidence scale (issue 28) was chosen.
 
-    .venv/bin/python bench/keyword_evidence.py [--corpus all|bfcl|agent] [--weight 0.35] [--json OUT]
+    .venv/bin/python -m bench.keyword_evidence [--corpus all|bfcl|agent] [--weight 0.35] [--json OUT]
 
 No model is needed: each tool's text (``embedding_text``, as the package embeds it) and each query are embedded by two
 deterministic models written here, so the figures are reproducible on any machine, bit for bit:
@@ -24,15 +24,12 @@ import argparse
 import hashlib
 import json
 import re
-import sys
 from array import array
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from quality import agent, bfcl, first_rank
-from rankers import _key
-
+from bench.lib.metrics import first_rank
+from bench.lib.rankers import _key
+from bench.lib.sets import agent, bfcl
 from pydantic_ai_toolproxy import _core
 from pydantic_ai_toolproxy._directory import index_record
 from pydantic_ai_toolproxy._embedding_text import embedding_text

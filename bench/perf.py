@@ -13,18 +13,19 @@ natural-language BFCL questions:
 - bm25s (BM25 over name + description + parameter names);
 - interleaved tenants (`bench/tenants.py`): one proxy over a per-deps source (3,000 tools a tenant), concurrent runs
   against the same runs one after another, with the index changes each made;
-- what a user pays per step with a real provider client (`bench/real_client.py`, issue 15): Pydantic AI's
+- what a user pays per step with a real provider client (`bench/lib/real_client.py`, issue 15): Pydantic AI's
   `OpenAIChatModel` (and `AnthropicModel` up to 10,000 tools) over real HTTP against the scripted loopback server
-  of `bench/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy;
-- hybrid search (`bench/hybrid_perf.py`): `search_hybrid` with real all-MiniLM-L6-v2 vectors at 10,000 and
+  of `bench/lib/loopback_llm.py`, for every tool direct, Pydantic AI's `ToolSearch` and ToolProxy;
+- hybrid search (`bench/lib/hybrid_perf.py`): `search_hybrid` with real all-MiniLM-L6-v2 vectors at 10,000 and
   100,000 tools beside keyword search on the same index, the vectors' memory, and loading every vector from
   the persistent SQLite cache.
 
-Run with `bash scripts/bench-perf` (CPython 3.13 bench venv, see `scripts/bench-setup`). Prints Markdown tables
-of medians, p95s and ratios. Timings are wall-clock on a shared machine: read medians and ratios, not absolutes.
+Run with `bash scripts/bench-perf` (`.venv-bench/bin/python -m bench.perf` in the CPython 3.13 bench venv, see
+`scripts/bench-setup`). Prints Markdown tables of medians, p95s and ratios. Timings are wall-clock on a shared
+machine: read medians and ratios, not absolutes.
 Options: `--sizes 1000,10000`, `--quick` (fewer repetitions), `--skip-steps` (skip the FunctionModel per-step
 timing), `--only real-client` (only the real-client table), `--skip-real-client`, `--only hybrid` (only the
-hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/hybrid_perf.py),
+hybrid-search table: all-MiniLM-L6-v2 vectors at `--hybrid-sizes`, default 10,000 and 100,000; bench/lib/hybrid_perf.py),
 `--only mcp` (many MCP servers: time to the first model request, starts and memory, bench/mcp_servers.py; also printed
 at the end of a full run).
 """
@@ -40,25 +41,28 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / 'examples'))
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import FunctionToolset
 
-import real_client  # noqa: E402
-import tenants  # noqa: E402
-from agent_steps import capability_agents, own_work_per_step, request_bytes, search_call_times, step_times, toolsets  # noqa: E402
-from bfcl_tools import BfclFunction, load_bfcl_functions, load_bfcl_questions  # noqa: E402
-from loopback_llm import LoopbackServer  # noqa: E402
-from pydantic_ai.tools import ToolDefinition  # noqa: E402
-from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
-
-from pydantic_ai_toolproxy import _core  # noqa: E402
-from pydantic_ai_toolproxy._directory import IndexRecord, index_record  # noqa: E402
-from pydantic_ai_toolproxy._names import canonical_name  # noqa: E402
-from pydantic_ai_toolproxy._search import entry_size  # noqa: E402
+from bench.lib import real_client, tenant_runs
+from bench.lib.agent_steps import (
+    capability_agents,
+    own_work_per_step,
+    request_bytes,
+    search_call_times,
+    step_times,
+    toolsets,
+)
+from bench.lib.loopback_llm import LoopbackServer
+from bench.lib.replicas import Fn, corpus, keyword_queries, nl_questions, records
+from bench.lib.tables import table
+from examples.bfcl_tools import load_bfcl_functions
+from pydantic_ai_toolproxy import _core
+from pydantic_ai_toolproxy._directory import index_record
+from pydantic_ai_toolproxy._names import canonical_name
+from pydantic_ai_toolproxy._search import entry_size
 
 FEW = 3
 """Queries of each kind the pure-Python references run at 100,000 tools (one a13n question takes seconds)."""
@@ -88,43 +92,6 @@ REAL_CLIENT_PLAN = (
     'run; every step of theirs carries the same definitions), so their per-task figures are missing (—) or '
     'estimated (≈: two direct steps); ToolProxy runs one task after a warm-up run that builds its index.'
 )
-
-
-# --------------------------------------------------------------------------- corpus
-
-
-@dataclass(frozen=True)
-class Fn:
-    name: str
-    group: str
-    description: str
-    parameters: dict[str, Any]
-
-
-def corpus(n: int, base: Sequence[BfclFunction]) -> list[Fn]:
-    """`n` tools: the BFCL functions, then replicas named `{name}_r{k}` (same schema and description)."""
-    out: list[Fn] = []
-    k = 0
-    while len(out) < n:
-        for f in base:
-            if len(out) >= n:
-                break
-            suffix = '' if k == 0 else f'_r{k}'
-            out.append(Fn(f.name[: 64 - len(suffix)] + suffix, f.domain, f.description, f.parameters))
-        k += 1
-    return out
-
-
-def keyword_queries(base: Sequence[BfclFunction], n: int = 50) -> list[str]:
-    """Short keyword queries: the words of evenly spaced BFCL function names (e.g. 'math factorial')."""
-    step = max(1, len(base) // n)
-    return [' '.join(base[i].name.replace('_', ' ').split()[:3]) for i in range(0, step * n, step)][:n]
-
-
-def nl_questions(n: int = 50) -> list[str]:
-    qs = load_bfcl_questions()
-    step = max(1, len(qs) // n)
-    return [q.question for q in qs[::step][:n]]
 
 
 # --------------------------------------------------------------------------- timing
@@ -176,11 +143,6 @@ def fmt(ms: float) -> str:
 
 
 # --------------------------------------------------------------------------- implementations
-
-
-def records(fns: Sequence[Fn]) -> list[IndexRecord]:
-    """The index records of `fns`, built as the proxy builds them (`_directory.index_record`)."""
-    return [index_record(canonical_name(f.group, f.name), f.group, f.description, f.parameters) for f in fns]
 
 
 class CoreSearch:
@@ -321,15 +283,6 @@ def bm25s_reference(fns: Sequence[Fn]) -> tuple[Callable[[str], Any], float] | N
 # --------------------------------------------------------------------------- report
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = [
-        '| ' + ' | '.join(headers) + ' |',
-        '|' + '|'.join(' --- ' if i == 0 else ' ---: ' for i in range(len(headers))) + '|',
-    ]
-    lines += ['| ' + ' | '.join(r) + ' |' for r in rows]
-    return '\n'.join(lines)
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--sizes', default='1000,10000,100000')
@@ -346,13 +299,13 @@ async def main() -> None:
     parser.add_argument(
         '--hybrid-sizes',
         default='10000,100000',
-        help='sizes with hybrid-search timings (all-MiniLM-L6-v2 vectors, bench/hybrid_perf.py); empty to skip',
+        help='sizes with hybrid-search timings (all-MiniLM-L6-v2 vectors, bench/lib/hybrid_perf.py); empty to skip',
     )
     args = parser.parse_args()
     if args.only == 'mcp':
-        import mcp_servers
+        from bench.lib import mcp_startup
 
-        await mcp_servers.main(['--runs', '1' if args.quick else '3'])
+        await mcp_startup.report(['--runs', '1' if args.quick else '3'])
         return
     only_real = args.only == 'real-client'
     only_hybrid = args.only == 'hybrid'
@@ -389,9 +342,9 @@ async def main() -> None:
     hybrid_sizes = {int(s) for s in args.hybrid_sizes.split(',') if s.strip()}
     hybrid_vectors = None
     if hybrid_sizes & set(sizes) and not only_real:
-        import hybrid_perf
-        from bfcl_tools import GROUP_DESCRIPTIONS
-        from embedder import embed_cached
+        from bench.lib import hybrid_perf
+        from bench.lib.embedder import embed_cached
+        from examples.bfcl_tools import GROUP_DESCRIPTIONS
 
         hybrid_vectors = hybrid_perf.base_vectors(base, dict(GROUP_DESCRIPTIONS))
         hybrid_queries = kw + nl
@@ -399,7 +352,7 @@ async def main() -> None:
         progress('embedded the BFCL functions and the queries (all-MiniLM-L6-v2, or its cache)')
 
     def measure_hybrid(n: int, fns: Sequence[Fn], core: CoreSearch) -> list[str]:
-        """The hybrid table's row at `n` tools (bench/hybrid_perf.py): vectors attached to `core`'s index."""
+        """The hybrid table's row at `n` tools (bench/lib/hybrid_perf.py): vectors attached to `core`'s index."""
         keys = [canonical_name(f.group, f.name) for f in fns]
         vectors = hybrid_perf.corpus_vectors(n, hybrid_vectors)
         h = hybrid_perf.measure(
@@ -576,8 +529,8 @@ async def main() -> None:
         return
     if not only_hybrid:
         progress('measuring interleaved tenants')
-        tenant_times = await tenants.interleaved_tenants(
-            tenants.tenant_catalogues(corpus(TENANT_TOOLS * TENANTS, base), TENANTS, TENANT_TOOLS),
+        tenant_times = await tenant_runs.interleaved_tenants(
+            tenant_runs.tenant_catalogues(corpus(TENANT_TOOLS * TENANTS, base), TENANTS, TENANT_TOOLS),
             nl[:TENANT_SEARCHES],
             TENANT_SEARCHES,
             repeat,
@@ -587,9 +540,9 @@ async def main() -> None:
         print_hybrid(hybrid_rows)
     if not only_hybrid:
         progress('measuring many MCP servers')
-        import mcp_servers
+        from bench.lib import mcp_startup
 
-        await mcp_servers.main(['--runs', '1' if args.quick else '3'])
+        await mcp_startup.report(['--runs', '1' if args.quick else '3'])
 
 
 def print_tables(
@@ -603,7 +556,7 @@ def print_tables(
     repeat: int,
 ) -> None:
     """The in-process tables (all but the real-client and hybrid ones); `tenant_times` as
-    `tenants.interleaved_tenants` returns them, over `repeat` runs."""
+    `tenant_runs.interleaved_tenants` returns them, over `repeat` runs."""
     print('\n## Ranking plus first page, per query\n')
     print(
         table(
@@ -673,7 +626,7 @@ def print_tables(
             'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.'
         )
     print('\n## Interleaved tenants: one proxy, a catalogue per tenant (per-deps source), concurrent runs\n')
-    print(table(tenants.HEADERS, [tenants.row(TENANT_TOOLS, TENANTS, tenant_times)]))
+    print(table(tenant_runs.HEADERS, [tenant_runs.row(TENANT_TOOLS, TENANTS, tenant_times)]))
     print(
         f'\nOne run per tenant, {TENANT_SEARCHES // TENANTS} steps of one search each (NL questions); wall time of all runs, '
         'one after another vs concurrent (each step yields first, so their steps interleave), median of '
@@ -689,8 +642,8 @@ def print_tables(
 
 
 def print_hybrid(hybrid_rows: list[list[str]]) -> None:
-    """The hybrid-search table (bench/hybrid_perf.py)."""
-    import hybrid_perf
+    """The hybrid-search table (bench/lib/hybrid_perf.py)."""
+    from bench.lib import hybrid_perf
 
     print('\n## Hybrid search (all-MiniLM-L6-v2 vectors, 384 dimensions), per query, median (p95)\n')
     print(

@@ -1,4 +1,4 @@
-"""Where a ToolProxy step's time goes: cProfile of real-client proxy runs (`bench/real_client.py`'s
+"""Where a ToolProxy step's time goes: cProfile of real-client proxy runs (`bench/lib/real_client.py`'s
 ToolProxy row: `OpenAIChatModel` against the loopback server, a search step, a call step, a text step).
 
 Three measurements of the same agent, after a warm-up run that builds the search index:
@@ -12,7 +12,7 @@ Three measurements of the same agent, after a warm-up run that builds the search
 
 The profiles count CPU time of this process (`time.process_time`), not waiting for the server. cProfile's own
 overhead inflates functions with many small calls: read shares, not absolute times.
-Usage: `.venv-bench/bin/python bench/profile_step.py [--tools 100000] [--runs 2] [--top 15]` (about 12 minutes at
+Usage: `.venv-bench/bin/python -m bench.profile_step [--tools 100000] [--runs 2] [--top 15]` (about 12 minutes at
 100,000 tools on a shared 2-core machine, most of it the CPU-timed whole-run profile; `--tools 10000` shows the same
 shape, since the per-step work is per listed tool).
 """
@@ -26,28 +26,24 @@ import gc
 import os
 import pstats
 import re
-import sys
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'examples'))
-
-import real_client
-from agent_steps import _timing_own_work, toolsets  # pyright: ignore[reportPrivateUsage]
-from bfcl_tools import load_bfcl_functions
-from loopback_llm import LoopbackServer
-from perf import corpus
-
+from bench.lib import real_client
+from bench.lib.agent_steps import _timing_own_work, toolsets  # pyright: ignore[reportPrivateUsage]
+from bench.lib.loopback_llm import LoopbackServer
+from bench.lib.replicas import corpus
+from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import ToolProxyCapability
 from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
+from pydantic_ai_toolproxy.capability import ProxyGuidance
 
 OWN_WORK = (
     (GroupMemberToolset, 'members_of', False),
     (ProxySurfaceToolset, 'merge', False),
-    (ToolProxyCapability, '_guidance', False),
+    (ProxyGuidance, '_guidance', False),
     (ToolProxyCapability, 'before_model_request', True),
     (ToolProxyCapability, 'before_tool_validate', True),
 )

@@ -1,22 +1,22 @@
 """Search quality: this package's ranking against the reference rankers, on two corpora (issues 5 and 14).
 
     bash scripts/bench-quality                      # sets up .venv-bench, then runs this
-    .venv-bench/bin/python bench/quality.py [--corpus all|bfcl|agent] [--jobs N] [--check] [--misses FILE]
+    .venv-bench/bin/python -m bench.quality [--corpus all|bfcl|agent] [--jobs N] [--check] [--misses FILE]
                                             [--all-references] [--no-hybrid]
 
-* **BFCL** (``bench/corpus.py``): 1,582 tools in the demo's 17 topic groups, 2,501 questions, the user's
+* **BFCL** (``bench/lib/corpus.py``): 1,582 tools in the demo's 17 topic groups, 2,501 questions, the user's
   question as the query.
-* **ToolSearch strategies** (``bench/toolsearch.py``, ``--corpus toolsearch``): Pydantic AI's own ``ToolSearch`` over
+* **ToolSearch strategies** (``bench/lib/toolsearch.py``, ``--corpus toolsearch``): Pydantic AI's own ``ToolSearch`` over
   1,000 and 10,000 deferred BFCL tools in real agent runs, its ``'keywords'`` strategy against this package's
   ``search_strategy()``: recall and milliseconds per call (about 3 minutes).
-* **Agent queries** (``bench/agent_corpus.py``, ``bench/agent_queries/``): the tools of real MCP servers from
+* **Agent queries** (``bench/lib/agent_corpus.py``, ``bench/agent_queries/``): the tools of real MCP servers from
   PyPI, one group per server with the package's own summary as its description, and queries written the way
   agents search (a kind of server plus an action, 5-20 words), each with its relevant tools. Its reference rows
   are bm25s without and with the group name and description (``--all-references`` adds a13n-harness ToolSearch
   and Pydantic AI's keyword fallback, which take about 1.5 minutes here); it runs first and takes well under a
   minute.
 
-Every ranker of ``bench/rankers.py`` is built over the corpus and asked, for each query, for its first 10
+Every ranker of ``bench/lib/rankers.py`` is built over the corpus and asked, for each query, for its first 10
 results; this package is asked through real ``search_proxy_tools`` calls of an agent run. A query counts as
 found at rank r when r is the best rank of any of its relevant tools (``group__tool``); a search the control
 refuses (one BFCL question is over its 4,096-byte query limit) counts as not found and is reported under the
@@ -25,8 +25,8 @@ table. Metrics, overall (all queries alike) and per category:
 * Recall@k: share of queries found at rank <= k;
 * MRR@10: mean of 1 / rank, 0 for a query not found in the first 10.
 
-After the keyword tables come the **hybrid rows** (``bench/hybrid_quality.py``; ``--no-hybrid`` skips them): this
-package with all-MiniLM-L6-v2 as ``ToolProxyConfig(embedder=...)`` (offline, ``bench/embedder.py``), the hybrid
+After the keyword tables come the **hybrid rows** (``bench/lib/hybrid_rows.py``; ``--no-hybrid`` skips them): this
+package with all-MiniLM-L6-v2 as ``ToolProxyConfig(embedder=...)`` (offline, ``bench/lib/embedder.py``), the hybrid
 with the package's default weight and MiniLM alone, through the same real ``search_proxy_tools`` calls, on all
 queries and on the development / held-out halves, with per-query wins and losses against the keyword ranking.
 Its targets (issue 22): BFCL Recall@1 >= 0.70 and Recall@5 >= 0.90, agent-set Recall@5 at least 0.10 above bm25s
@@ -49,79 +49,15 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench.lib.corpus import CATEGORIES, Question, Tool
+from bench.lib.metrics import AGENT_MARGIN, K, Scores, first_rank, scores
+from bench.lib.rankers import Ranker, agent_rankers, bfcl_rankers
+from bench.lib.sets import agent, bfcl
 
-from corpus import CATEGORIES, GROUP_DESCRIPTIONS, Question, Tool, load_questions, load_tools
-from rankers import Ranker, agent_rankers, bfcl_rankers
-
-from pydantic_ai_toolproxy._names import canonical_name
-
-K = 10
 TARGETS = {'Recall@1': 0.63, 'Recall@5': 0.86, 'MRR@10': 0.75}
-AGENT_MARGIN = 0.10
-"""Issue 14: Recall@5 of this package at least this much above bm25s with the group text."""
-
-
-@dataclass(frozen=True)
-class Scores:
-    """Metrics over a set of questions (all in 0..1)."""
-
-    count: int
-    recall_1: float
-    recall_5: float
-    mrr_10: float
-    recall_10: float = 0.0
-
-    def as_dict(self) -> dict[str, float]:
-        """Metric name -> value, named as in `TARGETS`."""
-        return {'Recall@1': self.recall_1, 'Recall@5': self.recall_5, 'MRR@10': self.mrr_10}
-
-
-def first_rank(question: Question, ranked: list[str]) -> int | None:
-    """1-based rank of the first expected tool in the first `K` results, or None."""
-    for position, name in enumerate(ranked[:K], 1):
-        if name in question.expected:
-            return position
-    return None
-
-
-def scores(ranks: list[int | None]) -> Scores:
-    """Recall@1, @5, @10 and MRR@10 of the given first ranks (None = not found in the first `K`)."""
-    n = len(ranks)
-    if n == 0:
-        return Scores(0, 0.0, 0.0, 0.0)
-    found = [r for r in ranks if r is not None]
-    return Scores(
-        count=n,
-        recall_1=sum(r <= 1 for r in found) / n,
-        recall_5=sum(r <= 5 for r in found) / n,
-        mrr_10=sum(1 / r for r in found) / n,
-        recall_10=sum(r <= 10 for r in found) / n,
-    )
-
-
-# --- the corpora: tools, group descriptions, questions (expected tools as canonical names), rankers
-
-
-def bfcl() -> tuple[list[Tool], dict[str, str], list[Question]]:
-    """The BFCL corpus with expected tools as `group__tool`."""
-    tools = load_tools()
-    key = {tool.name: canonical_name(tool.group, tool.name) for tool in tools}
-    questions = [
-        Question(q.id, q.category, q.query, frozenset(key[name] for name in q.expected)) for q in load_questions()
-    ]
-    return tools, dict(GROUP_DESCRIPTIONS), questions
-
-
-def agent() -> tuple[list[Tool], dict[str, str], list[Question]]:
-    """The agent-query development set."""
-    from agent_corpus import group_descriptions, load_agent_queries, load_agent_tools
-
-    return load_agent_tools(), group_descriptions(), load_agent_queries()
 
 
 CORPORA: dict[
@@ -307,7 +243,7 @@ def main() -> int:
         '--corpus',
         choices=['all', 'bfcl', 'agent', 'toolsearch'],
         default='all',
-        help='which corpus (default all; toolsearch: the ToolSearch strategies over BFCL, bench/toolsearch.py)',
+        help='which corpus (default all; toolsearch: the ToolSearch strategies over BFCL, bench/lib/toolsearch.py)',
     )
     parser.add_argument('--jobs', type=int, default=2, help='worker processes (default 2)')
     parser.add_argument(
@@ -328,7 +264,7 @@ def main() -> int:
     problems: list[str] = []
 
     if args.corpus in ('all', 'agent'):
-        from agent_corpus import load_groups
+        from bench.lib.agent_corpus import load_groups
 
         tools, _descriptions, questions = agent()
         groups = load_groups()
@@ -381,32 +317,32 @@ def main() -> int:
             + ('met.' if not problems else 'NOT met: ' + '; '.join(problems))
         )
 
-    import hybrid_quality  # here: it imports numpy, which the tests' venv (importing this module) lacks
+    from bench.lib import hybrid_rows  # here: it imports numpy, which the tests' venv lacks
 
-    missing = None if args.no_hybrid else hybrid_quality.available()
+    missing = None if args.no_hybrid else hybrid_rows.available()
     if not args.no_hybrid and missing is None:
         print(
             '\n## Hybrid search: this package with all-MiniLM-L6-v2 as its embedder, real search_proxy_tools calls\n\n'
-            + hybrid_quality.NOTE
+            + hybrid_rows.NOTE
         )
         found: list[str] = []
         if args.corpus in ('all', 'agent'):
             tools, descriptions, questions = agent()
             started = time.perf_counter()
-            ranked = hybrid_quality.hybrid_rankings(tools, descriptions, questions)
+            ranked = hybrid_rows.hybrid_rankings(tools, descriptions, questions)
             styles = {
                 q.id: 'task-shaped' if q.category.startswith('task/') else 'descriptor + action' for q in questions
             }
-            rows = hybrid_quality.report('Agent queries', questions, agent_keyword, ranked, styles)
+            rows = hybrid_rows.report('Agent queries', questions, agent_keyword, ranked, styles)
             print(f'\n{time.perf_counter() - started:.0f} s (embedding the tools, unless cached, and every query).')
-            found += _hybrid_targets('agent', rows, {'Recall@5': bm25s_group_r5 + AGENT_MARGIN})
+            found += hybrid_rows.hybrid_targets('agent', rows, {'Recall@5': bm25s_group_r5 + AGENT_MARGIN})
         if args.corpus in ('all', 'bfcl'):
             tools, descriptions, questions = bfcl()
             started = time.perf_counter()
-            ranked = hybrid_quality.hybrid_rankings(tools, descriptions, questions)
-            rows = hybrid_quality.report('BFCL', questions, bfcl_keyword, ranked)
+            ranked = hybrid_rows.hybrid_rankings(tools, descriptions, questions)
+            rows = hybrid_rows.report('BFCL', questions, bfcl_keyword, ranked)
             print(f'\n{time.perf_counter() - started:.0f} s (embedding the tools, unless cached, and every query).')
-            found += _hybrid_targets('BFCL', rows, HYBRID_BFCL_TARGETS)
+            found += hybrid_rows.hybrid_targets('BFCL', rows, hybrid_rows.HYBRID_BFCL_TARGETS)
         print(
             '\nHybrid targets (BFCL Recall@1 >= 0.70 and Recall@5 >= 0.90; agent Recall@5 >= bm25s with the group '
             f'text + {AGENT_MARGIN:.2f}; no set below the keyword ranking on Recall@1 or Recall@5): '
@@ -416,37 +352,10 @@ def main() -> int:
     elif not args.no_hybrid:
         print(f'\nHybrid rows skipped: {missing}.')
     if args.corpus in ('all', 'toolsearch'):
-        import toolsearch
+        from bench.lib import toolsearch
 
         toolsearch.report()
     return 1 if problems and args.check else 0
-
-
-HYBRID_BFCL_TARGETS = {'Recall@1': 0.70, 'Recall@5': 0.90}
-"""Issue 22: BFCL figures of the hybrid with all-MiniLM-L6-v2."""
-
-
-def _hybrid_targets(
-    name: str, rows: dict[str, dict[str, tuple[float, float, float, float]]], targets: dict[str, float]
-) -> list[str]:
-    """The hybrid targets `name` misses: `targets` (metric -> least value, on all queries) and, on all queries and
-    on the held-out half, no Recall@1 or Recall@5 below the keyword ranking."""
-    import hybrid_quality
-
-    keyword, hybrid = rows['this package, keyword (the row above)'], rows[hybrid_quality.HYBRID]
-    index = {'Recall@1': 0, 'Recall@5': 1}
-    found = [
-        f'{name} hybrid {metric} {hybrid["all"][index[metric]]:.3f} < {least:.3f}'
-        for metric, least in targets.items()
-        if hybrid['all'][index[metric]] < least - 1e-12
-    ]
-    for half in ('all', hybrid_quality.HALVES[2]):
-        found += [
-            f'{name} hybrid {metric} on {half.split(" (")[0]} {hybrid[half][i]:.3f} below keyword {keyword[half][i]:.3f}'
-            for metric, i in index.items()
-            if hybrid[half][i] < keyword[half][i]
-        ]
-    return found
 
 
 if __name__ == '__main__':

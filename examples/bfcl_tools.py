@@ -10,7 +10,10 @@ Python module is imported. Public API:
   and ground-truth arguments;
 * :func:`bfcl_toolsets` - one Pydantic AI ``FunctionToolset`` per group whose tools
   deterministically echo their arguments;
-* :data:`GROUP_DESCRIPTIONS` - group name -> description.
+* :data:`GROUP_DESCRIPTIONS` - group name -> description;
+* :func:`convert_parameters`, :func:`unique_tool_name`, :func:`topic_group` - the steps
+  that turn one BFCL definition into a tool (its JSON Schema, its provider-safe name,
+  its group), shared with the search-quality corpus of ``bench/lib/corpus.py``.
 
 Run ``python examples/bfcl_tools.py`` for a summary.
 """
@@ -38,8 +41,11 @@ __all__ = [
     'bfcl_data_dir',
     'bfcl_name_map',
     'bfcl_toolsets',
+    'convert_parameters',
     'load_bfcl_functions',
     'load_bfcl_questions',
+    'topic_group',
+    'unique_tool_name',
 ]
 
 # Categories whose questions carry a `function` list; multi-turn/memory/web-search ones don't.
@@ -282,7 +288,7 @@ def _convert_schema(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _convert_parameters(parameters: dict[str, Any], category: str) -> dict[str, Any]:
+def convert_parameters(parameters: dict[str, Any], category: str) -> dict[str, Any]:
     """Convert a function's BFCL ``parameters`` into a JSON Schema object.
 
     For Java/JavaScript functions BFCL expects most arguments as source-code strings
@@ -303,7 +309,8 @@ def _convert_parameters(parameters: dict[str, Any], category: str) -> dict[str, 
     return schema
 
 
-def _tool_name(original: str, taken: set[str]) -> str:
+def unique_tool_name(original: str, taken: set[str]) -> str:
+    """A provider-safe tool name for BFCL's `original` (at most 64 of ``[A-Za-z0-9_-]``), not in `taken`."""
     base = re.sub(r'[^A-Za-z0-9_-]', '_', original)[:64] or 'tool'
     name, n = base, 1
     while name in taken:
@@ -319,7 +326,7 @@ def _tokens(text: str) -> str:
     return ' '.join(re.split(r'[^A-Za-z0-9]+|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])', text)).lower()
 
 
-def _domain(category: str, original_name: str, description: str) -> str:
+def topic_group(category: str, original_name: str, description: str) -> str:
     """Pick a group: Java/JS by category, else the best keyword topic (name x3 + description)."""
     if category in ('simple_java', 'simple_javascript'):
         return category.removeprefix('simple_')
@@ -344,15 +351,15 @@ def _load_functions() -> tuple[BfclFunction, ...]:
                 if original in seen:
                     continue
                 description = (fn.get('description') or '').strip() or original
-                params = _convert_parameters(fn.get('parameters') or {}, category)
-                tool_name = _tool_name(original, taken)
+                params = convert_parameters(fn.get('parameters') or {}, category)
+                tool_name = unique_tool_name(original, taken)
                 taken.add(tool_name)
                 seen[original] = BfclFunction(
                     name=tool_name,
                     original_name=original,
                     description=description,
                     parameters=params,
-                    domain=_domain(category, original, description),
+                    domain=topic_group(category, original, description),
                     category=category,
                 )
     return tuple(seen.values())

@@ -9,18 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from pydantic_ai_toolproxy import _core
-
-BENCH = Path(__file__).resolve().parents[1] / 'bench'
-sys.path.insert(0, str(BENCH))
-
-from agent_corpus import (  # noqa: E402 - bench/ is put on sys.path above
+from bench.lib.agent_corpus import (
     CATALOGUE,
     QUERIES,
     load_agent_queries,
@@ -28,6 +21,7 @@ from agent_corpus import (  # noqa: E402 - bench/ is put on sys.path above
     load_groups,
     parse_queries,
 )
+from pydantic_ai_toolproxy import _core
 
 
 def test_catalogue_is_compact_json_of_real_servers() -> None:

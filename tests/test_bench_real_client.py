@@ -1,24 +1,19 @@
-"""Smoke test of the real-client step benchmark (bench/real_client.py, bench/loopback_llm.py): the scripted loopback
+"""Smoke test of the real-client step benchmark (bench/lib/real_client.py, bench/lib/loopback_llm.py): the scripted loopback
 server in its own process, Pydantic AI's `OpenAIChatModel` on the real `openai` SDK, one run of each row at a tiny
 size. Fails when the benchmark breaks; the figures themselves come from `bash scripts/bench-perf`."""
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip('openai', reason='the real-client benchmark needs the openai SDK (pydantic-ai-slim[openai])')
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / 'bench'), str(ROOT / 'examples')]
-
-import real_client  # noqa: E402
-from bfcl_tools import load_bfcl_functions  # noqa: E402
-from loopback_llm import LoopbackServer  # noqa: E402
-from perf import corpus  # noqa: E402
+from bench.lib import real_client
+from bench.lib.loopback_llm import LoopbackServer
+from bench.lib.replicas import corpus
+from examples.bfcl_tools import load_bfcl_functions
 
 
 async def test_one_run_of_each_row_through_the_loopback_server() -> None:

@@ -191,7 +191,7 @@ def test_100000_vectors_of_384_dimensions_round_trip(tmp_path: Path) -> None:
         took = time.perf_counter() - started
         assert not store.fell_back and store.count(model) == 100_000
     assert loaded == stored
-    assert took < 10  # the figure (target <= 1 s) is `python bench/embedding_cache.py`'s; this only catches a cliff
+    assert took < 10  # the figure (target <= 1 s) is `python -m bench.embedding_cache`'s; this only catches a cliff
 
 
 @pytest.mark.parametrize('asked', [2_500, 2_050, 100])  # a scan in file order; index lookups (under half the rows)

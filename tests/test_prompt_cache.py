@@ -1,5 +1,5 @@
 """Prompt-cache stability, through Pydantic AI's `OpenAIChatModel` (the real `openai` SDK over HTTP) against the
-recording server of bench/recording_llm.py on loopback.
+recording server of bench/lib/recording_llm.py on loopback.
 
 A provider's prefix cache reuses what a request shares with the start of an earlier one: tools, instructions,
 messages. The proxy keeps all three stable across a run (search, call, a failed call, retries, a refused direct
@@ -10,7 +10,6 @@ the instructions are exactly the ones docs/performance.md lists (its table is re
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -19,17 +18,24 @@ import pytest
 
 pytest.importorskip('openai', reason='needs the openai SDK (pydantic-ai-slim[openai])')
 
+from pydantic_ai import Agent
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.toolsets import FunctionToolset
+
+from bench.lib import prompt_cache
+from bench.lib.prompt_cache import (
+    GROUPS,
+    customer_email,
+    customer_name,
+    get_forecast,
+    openai_client,
+    openai_model,
+    proxy,
+)
+from bench.lib.recording_llm import RecordingServer, conversation_of, instructions_of, tools_of
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / 'bench')]
-
-import cache_stability  # noqa: E402
-from cache_stability import GROUPS, customer_email, customer_name, get_forecast, openai_client, openai_model, proxy  # noqa: E402
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import ToolReturnPart  # noqa: E402
-from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
-from recording_llm import RecordingServer, conversation_of, instructions_of, tools_of  # noqa: E402
-
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup  # noqa: E402
 
 SEARCH, CALL = 'search_proxy_tools', 'call_proxy_tool'
 DOC = ROOT / 'docs' / 'performance.md'
@@ -99,9 +105,7 @@ async def test_a_multi_step_run_keeps_tools_and_instructions_and_extends_its_mes
         assert now_[: len(before)] == before, f'request {i} does not extend request {i - 1}'
         assert len(now_) > len(before)
     assert 'Be brief.' in instructions_of(bodies[0]) and SEARCH in instructions_of(bodies[0])
-    assert cache_stability.stability(bodies) == cache_stability.Stability(
-        len(RUN), len(RUN) - 1, len(RUN) - 1, len(RUN) - 1
-    )
+    assert prompt_cache.stability(bodies) == prompt_cache.Stability(len(RUN), len(RUN) - 1, len(RUN) - 1, len(RUN) - 1)
 
 
 async def test_runs_and_capabilities_alike_send_the_same_tools_and_instructions(server: RecordingServer) -> None:
@@ -200,11 +204,11 @@ async def test_what_changes_tools_and_instructions_is_what_the_docs_list(key: st
 
 
 async def test_the_comparison_with_tool_search_in_the_docs_is_what_the_script_measures() -> None:
-    results = await cache_stability.measure()
+    results = await prompt_cache.measure()
     expected = ['Ada Lovelace', 'refunded 50.0 euros on order 7', 'Paris: sunny for 2 days']
     assert [outputs for _, outputs in results.values()] == [expected, expected]  # both agents did every task
-    proxied = results[cache_stability.PROXY][0]
+    proxied = results[prompt_cache.PROXY][0]
     assert proxied.same_tools == proxied.same_instructions == proxied.extends == proxied.requests - 1
     text = DOC.read_text()
-    for line in cache_stability.table(results)[2:]:
+    for line in prompt_cache.table(results)[2:]:
         assert line in text, f'docs/performance.md does not show the measured row {line!r}'

@@ -1,14 +1,12 @@
 """Search quality: the intended tool first, in any language, through real `search_proxy_tools` calls.
 
 Small collections run through a real Agent (scripted `FunctionModel`) and the search control;
-the BFCL quality floor runs the Rust ranking over the benchmark corpus of `bench/corpus.py`.
+the BFCL quality floor runs the Rust ranking over the benchmark corpus of `bench/lib/corpus.py`.
 """
 
 from __future__ import annotations
 
-import sys
 import unicodedata
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -334,10 +332,9 @@ def test_core_records_as_the_directory_builds_them_search_enum_values_and_parame
 def test_bfcl_quality_floor() -> None:
     """The Rust ranking on the issue's BFCL corpus (1,582 tools, 2,501 questions) keeps its targets."""
     pytest.importorskip('bfcl_eval')
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'bench'))
-    from corpus import load_questions, load_tools
-    from quality import first_rank, scores
-    from rankers import ToolProxyRanker
+    from bench.lib.corpus import load_questions, load_tools
+    from bench.lib.metrics import first_rank, scores
+    from bench.lib.rankers import ToolProxyRanker
 
     tools, questions = load_tools(), load_questions()
     assert (len(tools), len(questions)) == (1582, 2501)

@@ -233,16 +233,11 @@ def test_max_results_is_checked(value: Any) -> None:
 
 
 def test_bfcl_quality_through_tool_search_beats_the_keywords_strategy() -> None:
-    """Real `ToolSearch` runs over 1,000 deferred BFCL tools (`bench/toolsearch.py`, every 10th of its questions): the
+    """Real `ToolSearch` runs over 1,000 deferred BFCL tools (`bench/lib/toolsearch.py`, every 10th of its questions): the
     strategy keeps the package's BFCL level, far above Pydantic AI's `'keywords'` strategy on the same runs."""
     pytest.importorskip('bfcl_eval')
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'bench'))
-    from quality import scores
-    from toolsearch import deferred_tools, first_ranks, questions_for
-
+    from bench.lib.metrics import scores
+    from bench.lib.toolsearch import deferred_tools, first_ranks, questions_for
     from pydantic_ai_toolproxy._private import keywords_search
 
     tools = deferred_tools(1_000)

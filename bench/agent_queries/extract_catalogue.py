@@ -1,6 +1,6 @@
 """One-off: regenerate ``catalogue.json`` from real MCP server packages on PyPI (not run in CI or by the bench).
 
-    python bench/agent_queries/extract_catalogue.py [--work /tmp/toolproxy-mcp-catalogue] [--only GROUP ...]
+    python -m bench.agent_queries.extract_catalogue [--work /tmp/toolproxy-mcp-catalogue] [--only GROUP ...]
 
 For every server of `SERVERS` this creates a throwaway venv under ``--work`` with ``uv`` (installed into
 ``--work`` with pip when it is not on PATH), installs the pinned package (plus the pins it needs to start:

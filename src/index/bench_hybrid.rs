@@ -1,7 +1,7 @@
 //! Timings, memory and recall of the hybrid ranking at 100,000 tools, on real embeddings:
 //!
 //! ```text
-//! python bench/dumps/export_records.py /tmp/quality.tsv quality
+//! python -m bench.export_records /tmp/quality.tsv quality
 //! TOOLPROXY_RECORDS=/tmp/quality.tsv TOOLPROXY_VECTORS=DIR \
 //!     cargo test --release --lib hybrid_search_over_100k -- --ignored --nocapture
 //! ```

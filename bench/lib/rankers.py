@@ -31,8 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from corpus import Tool
-
+from bench.lib.corpus import Tool
 from pydantic_ai_toolproxy._names import canonical_name
 
 __all__ = [
@@ -99,8 +98,7 @@ class ToolProxySearchRanker(_Local):
         label: str | None = None,
         **config: object,
     ) -> None:
-        from agent_steps import toolsets
-
+        from bench.lib.agent_steps import toolsets
         from pydantic_ai_toolproxy import (
             ToolProxyCapability,
             ToolProxyConfig,

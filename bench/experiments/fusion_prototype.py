@@ -1,6 +1,6 @@
 """Offline prototype of the hybrid fusion (keyword core + all-MiniLM-L6-v2 cosines), to choose its defaults.
 
-    .venv-bench/bin/python bench/fusion_prototype.py [--corpus all|bfcl|agent] [--int8]
+    .venv-bench/bin/python -m bench.experiments.fusion_prototype [--corpus all|bfcl|agent] [--int8]
 
 Reimplements, in numpy over the core's own keyword results, the fusion the Rust core ranks by
 (``SearchIndex.search_hybrid``; docs/architecture.md):
@@ -14,7 +14,7 @@ Reimplements, in numpy over the core's own keyword results, the fusion the Rust 
   only, the keyword search itself). Only the keyword top (10 + F) and the tools with sem > 0 can reach the first
   10.
 
-Grid: the three tool-text recipes of ``bench/tool_texts.py``, F in ``FS``, w in ``WEIGHTS``. The defaults are
+Grid: the three tool-text recipes of ``bench/lib/tool_texts.py``, F in ``FS``, w in ``WEIGHTS``. The defaults are
 chosen on the **development half** of each set (queries at even positions, 0-based, in file order), by the mean
 over the sets of (Recall@1 + Recall@5) / 2, and reported unchanged on the **held-out half** (odd positions).
 Per query, a win is a first relevant rank that got better than the keyword ranking's (not in the first 10 = 11),
@@ -31,17 +31,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from math import comb
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
-from corpus import Question, Tool
-from embedder import embed_cached
-from quality import K, agent, bfcl, first_rank, scores
-from rankers import ToolProxyRanker, _key
-from tool_texts import RECIPES, tool_texts
 
+from bench.lib.corpus import Question, Tool
+from bench.lib.embedder import embed_cached
+from bench.lib.metrics import K, first_rank, scores
+from bench.lib.rankers import ToolProxyRanker, _key
+from bench.lib.sets import agent, bfcl
+from bench.lib.tool_texts import RECIPES, tool_texts
 from pydantic_ai_toolproxy import _core
 
 FS = (10, 20, 50, 100)

@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corpus import Question, Tool
-
+from bench.lib.corpus import Question, Tool
 from pydantic_ai_toolproxy._names import canonical_name
 
 __all__ = ['CATALOGUE', 'QUERIES', 'Group', 'load_agent_queries', 'load_agent_tools', 'load_groups', 'parse_queries']
 
-DATA = Path(__file__).resolve().parent / 'agent_queries'
+DATA = Path(__file__).resolve().parents[1] / 'agent_queries'
 CATALOGUE = DATA / 'catalogue.json'
 QUERIES = DATA / 'queries.txt'
 

@@ -3,7 +3,7 @@
 At each size (10,000 and 100,000 tools by default), over the corpus of ``bench/perf.py`` (the real BFCL
 functions, replicated with name suffixes):
 
-* **tool vectors**: real all-MiniLM-L6-v2 embeddings (``bench/embedder.py``, offline) of each BFCL function's
+* **tool vectors**: real all-MiniLM-L6-v2 embeddings (``bench/lib/embedder.py``, offline) of each BFCL function's
   embedding text (``_embedding_text.embedding_text``: name, description, group name and description); a
   replica ``{name}_r{k}`` gets its original's vector plus Gaussian noise (sigma 0.01 per dimension, seeded,
   then L2-normalized; cosine to the original about 0.98, as a renamed copy of a tool embeds), so the top 50 is not
@@ -40,8 +40,7 @@ SIGMA = 0.01
 
 def base_vectors(base: Sequence[Any], descriptions: dict[str, str]) -> np.ndarray:
     """Embeddings of the BFCL functions' embedding texts (rows in `base` order)."""
-    from embedder import embed_cached
-
+    from bench.lib.embedder import embed_cached
     from pydantic_ai_toolproxy._embedding_text import embedding_text
 
     texts = [embedding_text(f.domain, f.name, f.description, descriptions.get(f.domain, '')) for f in base]
@@ -104,17 +103,19 @@ def cpu_per_query(fn: Callable[[str], Any], queries: Sequence[str], repeat: int)
 def cache_load(keys: Sequence[str], vectors: np.ndarray, repeat: int = 5) -> dict[str, float]:
     """Issue 22's "loading 100,000 cached vectors": every tool's vector (`vectors[i]` for `keys[i]`) written into a
     fresh SQLite cache under its embedding text's hash, then `repeat` restarted processes
-    (`bench/embedding_cache.py`'s `restart_loads`: `ToolVectors.follow` + the fill until every tool has its vector
+    (`bench/lib/vector_cache.py`'s `restart_loads`: `ToolVectors.follow` + the fill until every tool has its vector
     in the Rust index). Returns the medians (`total_s`, `follow_s`, `get_s`, `attach_s`, `cpu_s`), the worst
     total (`worst_s`), the write time and the file's bytes."""
-    import embedding_cache
+    from bench.lib import vector_cache
 
-    records, descriptions = embedding_cache.corpus_records(len(keys))
-    assert [r[0] for r in records] == list(keys), 'bench/embedding_cache.py builds another corpus than bench/perf.py'
-    hashes = embedding_cache.text_hashes(records, descriptions)
+    records, descriptions = vector_cache.corpus_records(len(keys))
+    assert [r[0] for r in records] == list(keys), (
+        'bench/lib/vector_cache.py builds another corpus than bench/lib/replicas.py'
+    )
+    hashes = vector_cache.text_hashes(records, descriptions)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / 'embeddings.sqlite3'
-        write_s = embedding_cache.write_cache(path, hashes, lambda i: vectors[i].astype('<f4').tobytes())
-        figures = embedding_cache.summary(embedding_cache.restart_loads(path, len(keys), repeat))
+        write_s = vector_cache.write_cache(path, hashes, lambda i: vectors[i].astype('<f4').tobytes())
+        figures = vector_cache.summary(vector_cache.restart_loads(path, len(keys), repeat))
         figures.update(write_s=write_s, bytes=path.stat().st_size)
     return figures

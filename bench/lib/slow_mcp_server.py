@@ -1,8 +1,8 @@
-"""A stdio MCP server for `bench/mcp_servers.py`: sleeps `--start-delay` seconds (a cold `npx`/`uvx` start), then
+"""A stdio MCP server for `bench/lib/mcp_startup.py`: sleeps `--start-delay` seconds (a cold `npx`/`uvx` start), then
 serves `--tools` generated tools through the official `mcp` SDK (`MCPServer`), each with its own description and
 parameters. `--pid-file F` appends `<pid> <unix time>` to F at start, so the benchmark counts starts.
 
-    python bench/slow_mcp_server.py --name files --tools 20 --start-delay 1 --pid-file /tmp/pids
+    python bench/lib/slow_mcp_server.py --name files --tools 20 --start-delay 1 --pid-file /tmp/pids
 """
 
 from __future__ import annotations

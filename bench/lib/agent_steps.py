@@ -1,4 +1,4 @@
-"""Agent-level measurements for `perf.py`: real `Agent` runs driven by a `FunctionModel`, timed per step.
+"""Agent-level measurements for `bench.perf`: real `Agent` runs driven by a `FunctionModel`, timed per step.
 
 - `step_times`: CPU time of one agent step for several agents over the same tools (interleaved runs);
 - `own_work_per_step`: the time spent in ToolProxy's own per-step code (member wrapping, merging, directory,
@@ -29,6 +29,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
+from pydantic_ai_toolproxy.capability import ProxyGuidance
 from pydantic_ai_toolproxy.cli._probe import definition_bytes
 
 SEARCH = 'search_proxy_tools'
@@ -161,7 +162,7 @@ def _timing_own_work(total: list[float]) -> Iterator[None]:
 
     timed_sync(GroupMemberToolset, 'members_of')
     timed_sync(ProxySurfaceToolset, 'merge')
-    timed_sync(ToolProxyCapability, '_guidance')
+    timed_sync(ProxyGuidance, '_guidance')  # the guidance instruction: a child capability since 0bc0bb0
     timed_async(ToolProxyCapability, 'before_model_request')
     timed_async(ToolProxyCapability, 'before_tool_validate')
     try:

@@ -4,8 +4,8 @@
     # CPython 3.13, as .venv-bench (python3.13, or $(pyenv root)/versions/3.13.0/bin/python3); a path of your own:
     python3.13 -m venv /tmp/semvenv && /tmp/semvenv/bin/pip install wordllama==0.4.0.post1
     # run with the bench venv (its in-tree extension, bfcl-eval data, pydantic-ai); wordllama and its two
-    # extra dependencies (safetensors, toml) are found in SEMANTIC_SITE, appended to sys.path *after* .venv-bench:
-    SEMANTIC_SITE=/tmp/semvenv/lib/python3.13/site-packages .venv-bench/bin/python bench/semantic_fusion.py
+    # extra dependencies (safetensors, toml) are found in SEMANTIC_SITE, a site directory added *after* .venv-bench's:
+    SEMANTIC_SITE=/tmp/semvenv/lib/python3.13/site-packages .venv-bench/bin/python -m bench.experiments.semantic_fusion
         [--corpus all|agent|bfcl] [--depth 50] [--score-fusion]
 
 Nothing is downloaded: WordLlama's wheel ships its 256-dimension ``l2_supercat`` model (a float16 safetensors
@@ -13,7 +13,7 @@ file) and its tokenizer; it is loaded with ``cache_dir`` = the package directory
 (wordllama 0.4.0.post1 looks for the bundled tokenizer under ``tokenizer/`` while the wheel puts it under
 ``tokenizers/``, so the default ``load()`` would try the hub).
 
-* **Lexical**: ``bench/rankers.py``'s ``ToolProxyRanker`` (``_core.SearchIndex`` fed ``_directory.index_record``
+* **Lexical**: ``bench/lib/rankers.py``'s ``ToolProxyRanker`` (``_core.SearchIndex`` fed ``_directory.index_record``
   records, with the group descriptions), first ``--depth`` results. A query over ``MAX_QUERY_BYTES`` counts as
   not found for every row (the control refuses it).
 * **Semantic**: cosine of L2-normalized WordLlama embeddings of the query and of each tool's text: ``tool`` =
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import site
 import statistics
 import sys
 import time
@@ -49,13 +50,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import numpy as np
-from corpus import Question, Tool
-from quality import agent, bfcl, first_rank, scores
-from rankers import ToolProxyRanker
 
+from bench.lib.corpus import Question, Tool
+from bench.lib.metrics import first_rank, scores
+from bench.lib.rankers import ToolProxyRanker
+from bench.lib.sets import agent, bfcl
 from pydantic_ai_toolproxy import _core
 
 K_RRF = 10
@@ -83,9 +83,10 @@ def semantic_rankings(cosines: Any, too_long: set[int], tool_keys: Sequence[str]
 
 def load_model() -> object:
     """WordLlama's bundled 256-d l2_supercat model, offline."""
-    site = os.environ.get('SEMANTIC_SITE', '/tmp/semvenv/lib/python3.13/site-packages')
-    if Path(site).is_dir() and site not in sys.path:
-        sys.path.append(site)  # after .venv-bench: only what it lacks (wordllama, safetensors, toml) comes from here
+    folder = os.environ.get('SEMANTIC_SITE', '/tmp/semvenv/lib/python3.13/site-packages')
+    if Path(folder).is_dir():
+        # a site directory after .venv-bench's: only what it lacks (wordllama, safetensors, toml) comes from here
+        site.addsitedir(folder)
     import wordllama
     from wordllama import WordLlama
 
@@ -199,7 +200,7 @@ def run_corpus(name: str, model: object, depth: int, with_score_fusion: bool) ->
     lexical = Lexical(tools, descriptions)
     keys = list(lexical.index.keys())
     order = {key: i for i, key in enumerate(keys)}
-    from rankers import _key
+    from bench.lib.rankers import _key
 
     tool_keys = [_key(tool) for tool in tools]
     position = {key: j for j, key in enumerate(tool_keys)}

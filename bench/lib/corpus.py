@@ -23,15 +23,12 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'examples'))
-
 # The demo's conversions (private helpers of the example loader, reused so both see the same tools).
-from bfcl_tools import GROUP_DESCRIPTIONS, _convert_parameters, _domain, _tool_name, bfcl_data_dir
+from examples.bfcl_tools import GROUP_DESCRIPTIONS, bfcl_data_dir, convert_parameters, topic_group, unique_tool_name
 
 __all__ = ['CATEGORIES', 'GROUP_DESCRIPTIONS', 'Question', 'Tool', 'load_questions', 'load_tools']
 
@@ -99,14 +96,14 @@ def _tools() -> tuple[Tool, ...]:
         if original in seen:
             continue
         description = (fn.get('description') or '').strip() or original
-        name = _tool_name(original, taken)
+        name = unique_tool_name(original, taken)
         taken.add(name)
         seen[original] = Tool(
             name=name,
             original_name=original,
-            group=_domain(category, original, description),
+            group=topic_group(category, original, description),
             description=description,
-            parameters=_convert_parameters(fn.get('parameters') or {}, category),
+            parameters=convert_parameters(fn.get('parameters') or {}, category),
         )
     return tuple(seen.values())
 

@@ -1,6 +1,6 @@
 """Pydantic AI's own `ToolSearch` over BFCL's deferred tools: `search_strategy()` against the `'keywords'` strategy.
 
-    .venv-bench/bin/python bench/quality.py --corpus toolsearch      # this table only (also part of --corpus all)
+    .venv-bench/bin/python -m bench.quality --corpus toolsearch      # this table only (also part of --corpus all)
 
 Every question is searched through real `Agent` runs: a `FunctionModel` answers the first request with one
 `search_tools` call per question (`{"queries": [question]}`, 50 questions a run, so nothing is discovered yet
@@ -8,7 +8,7 @@ when they search) and ends the run on the next; each call's discovered names are
 messages. Both rows use `ToolSearch(strategy=..., max_results=10)` over the same deferred tools: Pydantic AI's
 keyword overlap (`keywords_search`, what `strategy='keywords'` runs) and this package's `search_strategy()`.
 
-* 1,000 tools: the first 1,000 BFCL tools (`bench/corpus.py` order) and the questions whose expected tools are all
+* 1,000 tools: the first 1,000 BFCL tools (`bench/lib/corpus.py` order) and the questions whose expected tools are all
   among them.
 * 10,000 tools: the 1,582 BFCL tools, then distractors: the `k`-th distractor of tool `i` is named `{name_i}_r{k}`
   and carries the description and schema of another tool, `(i + 101 k) mod 1,582`; every question, and only the
@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corpus import Question, Tool, load_questions, load_tools
+from bench.lib.corpus import Question, Tool, load_questions, load_tools
 
 PER_RUN = 50
 """Questions searched in one agent run (one `search_tools` call each, all in its first step)."""
@@ -176,7 +176,7 @@ def measure(n: int) -> tuple[int, list[Row]]:
 
 def report(sizes: Sequence[int] = SIZES) -> None:
     """Print the Markdown table of both strategies at each size."""
-    from quality import scores
+    from bench.lib.metrics import scores
 
     print(
         '\n## Pydantic AI ToolSearch over BFCL deferred tools: the keywords strategy against search_strategy() '

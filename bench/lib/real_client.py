@@ -1,6 +1,6 @@
 """What a user pays per step with a real provider client: Pydantic AI's `OpenAIChatModel` on the
 `openai` SDK (and `AnthropicModel` on the `anthropic` SDK) over real HTTP and JSON, against the scripted server of
-`bench/loopback_llm.py` (another process, 127.0.0.1 only).
+`bench/lib/loopback_llm.py` (another process, 127.0.0.1 only).
 
 Three agents over the same tools, each with the same tools to call in the same order:
 
@@ -29,12 +29,13 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from agent_steps import ToolSpec, proxy_for, toolsets
-from loopback_llm import LoopbackServer, script_prompt
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ToolSearch
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.toolsets import FunctionToolset
+
+from bench.lib.agent_steps import ToolSpec, proxy_for, toolsets
+from bench.lib.loopback_llm import LoopbackServer, script_prompt
 
 DIRECT = 'all tools direct (`toolsets=`)'
 TOOL_SEARCH = 'Pydantic AI `ToolSearch` (`defer_loading=True`)'

@@ -3,7 +3,7 @@
 It runs in a thread of the calling process (`with RecordingServer() as server:`), binds 127.0.0.1 on a free port,
 and answers `POST /v1/chat/completions` with the next turn of `server.script`: the answer to a request whose
 messages hold k assistant messages is `script[k]` (a `(tool name, arguments)` call, or a text), or the text
-`done` once the script is used up, in the reply format of `bench/loopback_llm.py`. Each request is kept in
+`done` once the script is used up, in the reply format of `bench/lib/loopback_llm.py`. Each request is kept in
 `server.requests` as its decoded JSON body (`tools`, `messages`, ...), in order; `clear()` forgets them.
 
 What a provider's prefix cache keys on is read from those bodies by `tools_of`, `instructions_of` and
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from loopback_llm import HOST, openai_reply
+from bench.lib.loopback_llm import HOST, openai_reply
 
 __all__ = ('RecordingServer', 'Turn', 'conversation_of', 'instructions_of', 'tools_of')
 

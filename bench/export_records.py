@@ -1,9 +1,9 @@
 """Export the records of `bench/perf.py`'s corpus for the Rust benches of `src/index/bench.rs`.
 
-    .venv-bench/bin/python bench/dumps/export_records.py /tmp/records.tsv [N]
+    .venv-bench/bin/python -m bench.export_records /tmp/records.tsv [N]
     TOOLPROXY_RECORDS=/tmp/records.tsv cargo test --release --lib build_phases -- --ignored --nocapture
 
-With `N` = `quality`: the 1,582 BFCL tools of `bench/corpus.py` (the quality benchmark's corpus), in its order,
+With `N` = `quality`: the 1,582 BFCL tools of `bench/lib/corpus.py` (the quality benchmark's corpus), in its order,
 the order of the tool vectors `bench/export_vectors.py` writes (`src/index/bench_hybrid.rs` reads both).
 
 One tab-separated line per record: key, group, tool, description, parameter names, parameter texts (names and
@@ -18,11 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'examples'))
-
-from bfcl_tools import load_bfcl_functions
-from perf import corpus, records
+from bench.lib.replicas import corpus, records
+from examples.bfcl_tools import load_bfcl_functions
 
 
 def walk(node: Any, names: list[str], texts: list[str], depth: int = 0, in_property: bool = False) -> None:
@@ -57,8 +54,8 @@ def clean(text: str) -> str:
 def main() -> None:
     out = Path(sys.argv[1])
     if len(sys.argv) > 2 and sys.argv[2] == 'quality':
-        from corpus import load_tools
-        from perf import Fn
+        from bench.lib.corpus import load_tools
+        from bench.lib.replicas import Fn
 
         fns = [Fn(t.name, t.group, t.description, t.parameters) for t in load_tools()]
     else:

@@ -2,27 +2,21 @@
 
 The search control refuses queries over `_core.MAX_QUERY_BYTES` (4 KiB) from a model; the core itself must still
 rank any query in time linear in its distinct tokens (a query is never a way to stall the event loop for
-seconds). This prints, over an index of 10,000 BFCL tools (`bench/perf.py`'s corpus), the median time of one
+seconds). This prints, over an index of 10,000 BFCL tools (`bench/lib/replicas.py`, the corpus of `bench.perf`), the median time of one
 `SearchIndex.search` per query length and the time per 1,000 tokens: linear growth keeps that last column
 flat. Half the query's tokens are indexed words (so they find documents), half are words the index lacks.
 
-Run: `.venv/bin/python bench/query_length.py` (after `bash scripts/bootstrap`), or with `--repeat N`.
+Run: `.venv/bin/python -m bench.experiments.query_length` (after `bash scripts/bootstrap`), or with `--repeat N`.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'examples'))
-
-from bfcl_tools import load_bfcl_functions
-from perf import corpus, records
-
+from bench.lib.replicas import corpus, records
+from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import _core
 
 LENGTHS = (1_000, 10_000, 100_000)

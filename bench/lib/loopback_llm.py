@@ -1,4 +1,4 @@
-"""A scripted OpenAI- and Anthropic-compatible model server on loopback, for `bench/real_client.py`.
+"""A scripted OpenAI- and Anthropic-compatible model server on loopback, for `bench/lib/real_client.py`.
 
 Run in its own process (`LoopbackServer` below starts it): it binds 127.0.0.1 on a free port, prints
 `PORT <n>` on stdout, and answers

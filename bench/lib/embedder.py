@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 os.environ['HF_HUB_OFFLINE'] = '1'
 os.environ['TRANSFORMERS_OFFLINE'] = '1'
 
-MODEL_DIR = Path(__file__).resolve().parents[1] / '.models' / 'all-MiniLM-L6-v2'
+MODEL_DIR = Path(__file__).resolve().parents[2] / '.models' / 'all-MiniLM-L6-v2'
 """Where scripts/bench-setup-model extracts the model (gitignored)."""
 
 MODEL_ID = 'sentence-transformers/all-MiniLM-L6-v2'

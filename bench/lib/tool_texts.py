@@ -1,4 +1,4 @@
-"""The tool texts the hybrid benchmarks embed: the recipes compared by ``bench/fusion_prototype.py``.
+"""The tool texts the hybrid benchmarks embed: the recipes compared by ``bench/experiments/fusion_prototype.py``.
 
 Every recipe starts from the tool's local name with ``_`` and ``-`` as spaces, ``': '`` and its description:
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from corpus import Tool
+from bench.lib.corpus import Tool
 
 RECIPES = ('name+description', 'name+description+group', 'name+description+group+parameters')
 DEFAULT_RECIPE = 'name+description+group'
