@@ -292,8 +292,9 @@ async def main() -> None:
     )
     parser.add_argument(
         '--only',
-        choices=['real-client', 'hybrid', 'mcp'],
-        help='measure and print only this table (hybrid: its sizes; mcp: many MCP servers, bench/mcp_servers.py)',
+        choices=['real-client', 'hybrid', 'mcp', 'fleet'],
+        help='measure and print only this table (hybrid: its sizes; mcp: many MCP servers, bench/mcp_servers.py; '
+        'fleet: workers sharing a store, bench/fleet_store.py)',
     )
     parser.add_argument('--skip-real-client', action='store_true', help='skip the real-client step table')
     parser.add_argument(
@@ -306,6 +307,11 @@ async def main() -> None:
         from bench.lib import mcp_startup
 
         await mcp_startup.report(['--runs', '1' if args.quick else '3'])
+        return
+    if args.only == 'fleet':
+        from bench.lib import fleet
+
+        await asyncio.to_thread(fleet.report, ['--quick'] if args.quick else [])
         return
     only_real = args.only == 'real-client'
     only_hybrid = args.only == 'hybrid'
@@ -543,6 +549,10 @@ async def main() -> None:
         from bench.lib import mcp_startup
 
         await mcp_startup.report(['--runs', '1' if args.quick else '3'])
+        progress('measuring a fleet of workers sharing one store')
+        from bench.lib import fleet
+
+        await asyncio.to_thread(fleet.report, ['--quick'] if args.quick else [])
 
 
 def print_tables(

@@ -54,7 +54,7 @@ def _no_embedding_left_running() -> Any:
 def postgres() -> Any:
     """A throwaway PostgreSQL server for the whole session (`postgres_server.start_postgres`), on a unix socket.
     Never skipped: a machine without PostgreSQL fails these tests (`.ci/run` installs it)."""
-    from postgres_server import start_postgres
+    from bench.lib.postgres_server import start_postgres
 
     server = start_postgres()
     yield server

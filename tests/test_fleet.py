@@ -1,6 +1,6 @@
 """A fleet of worker processes sharing one store pays the embedder once per text (issue: fleet store).
 
-Real processes (tests/fleet_worker.py), each a real `Agent` run with hybrid search over the same 640 tools, over a
+Real processes (`bench.lib.fleet_worker`), each a real `Agent` run with hybrid search over the same 640 tools, over a
 SQLite file and over a PostgreSQL database (the server the `postgres` fixture starts): started together they embed
 640 texts in all, not 4 x 640; a worker started after them embeds none and its page equals theirs.
 """
@@ -16,12 +16,16 @@ from typing import Any
 
 import pytest
 
-WORKER = Path(__file__).resolve().parent / 'fleet_worker.py'
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def start(store: str, go: Path, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(WORKER), store, str(go), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, '-m', 'bench.lib.fleet_worker', store, str(go), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

@@ -110,7 +110,7 @@ UNNAMED = (
 
 CLAIM_POLL = 0.05
 """Seconds before a process waiting for texts another process claimed first reads the store again (doubling)."""
-CLAIM_POLL_MAX = 1.0
+CLAIM_POLL_MAX = 0.25
 """The longest pause between two reads of the store while waiting for claimed texts."""
 CLAIM_SLACK = 10.0
 """Seconds a claim lasts beyond two `embedding_timeout`s (one batch's call, and its store write)."""

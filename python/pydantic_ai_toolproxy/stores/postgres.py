@@ -47,6 +47,9 @@ FORMAT_VERSION = 1
 """The tables' format (the one row of `toolproxy_format`); a database of another format is left alone."""
 READ_CHUNK = 50_000
 """Hashes asked for per `SELECT ... WHERE hash = ANY(...)` (100,000 vectors load in two round trips)."""
+SCAN_AT = 2_000
+"""From this many hashes on, a lookup that asks for at least half of the model's rows reads all of them in one
+pass (no index probe per hash) and drops the rows nobody asked for."""
 WRITE_CHUNK = 10_000
 """Rows per `INSERT ... SELECT FROM unnest(...)` (about 15 MB of 384-dimension vectors)."""
 _LOCK_ID = 0x54505843
@@ -66,13 +69,13 @@ _TABLES = ('toolproxy_format', 'toolproxy_vectors', 'toolproxy_claims', 'toolpro
 
 _UPSERT = (
     'INSERT INTO toolproxy_vectors AS t (model, hash, vector) '
-    'SELECT %s, h, v FROM unnest(%s::bytea[], %s::bytea[]) AS u(h, v) '
+    'SELECT %s, h, v FROM unnest(%b::bytea[], %b::bytea[]) AS u(h, v) '
     'ON CONFLICT (model, hash) DO UPDATE SET vector = EXCLUDED.vector WHERE t.vector IS DISTINCT FROM EXCLUDED.vector'
 )
 _CLAIM = (
     'INSERT INTO toolproxy_claims AS c (model, hash, owner, expires) '
     "SELECT %(model)s, w.h, %(owner)s, now() + %(seconds)s * interval '1 second' "
-    'FROM unnest(%(hashes)s::bytea[]) WITH ORDINALITY AS w(h, n) '
+    'FROM unnest(%(hashes)b::bytea[]) WITH ORDINALITY AS w(h, n) '
     'WHERE NOT EXISTS (SELECT 1 FROM toolproxy_vectors v WHERE v.model = %(model)s AND v.hash = w.h) '
     'AND NOT EXISTS (SELECT 1 FROM toolproxy_claims k WHERE k.model = %(model)s AND k.hash = w.h '
     'AND k.expires > now() AND k.owner <> %(owner)s) '
@@ -304,7 +307,7 @@ class PostgresEmbeddingStore:
     Rows are `(model text, hash bytea, vector bytea)`, keyed by `(model, hash)`; a tool's text is never stored.
     Reads and writes are batched (`READ_CHUNK` hashes per `SELECT`, `WRITE_CHUNK` rows per `INSERT ... SELECT
     FROM unnest(...) ON CONFLICT ... DO UPDATE`, rows in hash order so concurrent writers never deadlock), so 100,000
-    vectors take a few round trips. `claim_many`/`release_many` let the processes of a fleet embed each text once.
+    vectors take a few round trips; hashes and vectors travel as binary parameters and results (no hex text). `claim_many`/`release_many` let the processes of a fleet embed each text once.
 
     Args:
         source: A `postgresql://` (or `postgres://`) URL, or a caller-owned `psycopg_pool.ConnectionPool` (borrowed
@@ -369,9 +372,19 @@ class PostgresEmbeddingStore:
         def read(conn: psycopg.Connection[Any]) -> dict[bytes, bytes]:
             found: dict[bytes, bytes] = {}
             with conn.cursor(binary=True) as cur:
+                if len(unique) >= SCAN_AT:  # a restart: most of the model's rows, read in one sequential pass
+                    cur.execute('SELECT count(*) FROM toolproxy_vectors WHERE model = %s', (model,))
+                    row = cur.fetchone()
+                    if row is not None and 2 * len(unique) >= row[0]:
+                        cur.execute('SELECT hash, vector FROM toolproxy_vectors WHERE model = %s', (model,))
+                        found = dict(cur.fetchall())
+                        if len(found) > len(unique) or not found.keys() <= set(unique):
+                            wanted = set(unique)
+                            found = {h: v for h, v in found.items() if h in wanted}
+                        return found
                 for start in range(0, len(unique), READ_CHUNK):
                     cur.execute(
-                        'SELECT hash, vector FROM toolproxy_vectors WHERE model = %s AND hash = ANY(%s)',
+                        'SELECT hash, vector FROM toolproxy_vectors WHERE model = %s AND hash = ANY(%b)',
                         (model, unique[start : start + READ_CHUNK]),
                     )
                     found.update(cur.fetchall())
@@ -444,7 +457,7 @@ class PostgresEmbeddingStore:
 
         def release(conn: psycopg.Connection[Any]) -> None:
             conn.execute(
-                'DELETE FROM toolproxy_claims WHERE model = %s AND owner = %s AND hash = ANY(%s)',
+                'DELETE FROM toolproxy_claims WHERE model = %s AND owner = %s AND hash = ANY(%b)',
                 (model, self._claimer, list(hashes)),
             )
 

@@ -1,29 +1,32 @@
-"""One worker of a fleet, for tests/test_fleet.py and bench/fleet.py: a real agent run over 640 tools with hybrid
-search and a shared store, reporting what it paid the embedder.
+"""One worker of a fleet, for tests/test_fleet.py and `bench.fleet_store`: a real agent run over 640 tools with
+hybrid search and a shared store, reporting what it paid the embedder.
 
-`python fleet_worker.py STORE GO [--tools N] [--delay S] [--wait S]` waits until the file GO exists (so workers
+`python -m bench.lib.fleet_worker STORE GO [--tools N] [--delay S] [--wait S]` waits until the file GO exists (so workers
 start together), runs one `Agent` run whose model searches once, waits until every tool has a vector (its own,
 or one another worker stored), and prints one JSON object: `embedded` (texts this process sent to the embedder),
 `documents` (embedder inputs, every call), `page` (the search page as the model got it), `seconds`, `warnings`.
 
-STORE is what `ToolProxyConfig.embedding_cache` takes: a SQLite path or a `postgresql://` URL (`memory`: None). The embedder is the
-tests' deterministic `BagOfWordsModel` with `delay` seconds per `embed_documents` call (a provider's latency).
+STORE is what `ToolProxyConfig.embedding_cache` takes: a SQLite path or a `postgresql://` URL (`memory`: None). The embedder is
+`HashingModel`: deterministic hashed bags of words, `delay` seconds per `embed_documents` call (a provider's latency).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import logging
-import sys
+import re
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # run as a script: its neighbours
-from embedding_fixtures import BagOfWordsModel
 from pydantic_ai import Agent
+from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
+from pydantic_ai.embeddings.result import EmbedInputType
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
@@ -65,6 +68,46 @@ def fleet_groups(tools: int) -> dict[str, ToolProxyGroup]:
     }
 
 
+_WORD = re.compile(r'[a-z0-9]+')
+
+
+@dataclass(eq=False)
+class HashingModel(EmbeddingModel):
+    """A deterministic `EmbeddingModel`: each word of a text adds 1 to one of `dimensions` coordinates (by
+    BLAKE2b); `delay` seconds per call; `documents` counts the texts embedded."""
+
+    dimensions: int = 64
+    delay: float = 0.0
+    documents: int = 0
+
+    @property
+    def model_name(self) -> str:
+        return 'fleet-hashing'
+
+    @property
+    def system(self) -> str:
+        return 'bench'
+
+    async def embed(
+        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+    ) -> EmbeddingResult:
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if input_type == 'document':
+            self.documents += len(texts)
+        vectors = []
+        for text in texts:
+            vector = [0.0] * self.dimensions
+            for word in _WORD.findall(text.lower()):
+                slot = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), 'little')
+                vector[slot % self.dimensions] += 1.0
+            vectors.append(vector)
+        return EmbeddingResult(
+            embeddings=vectors, inputs=texts, input_type=input_type, model_name=self.model_name, provider_name='bench'
+        )
+
+
 class Collect(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -84,7 +127,7 @@ async def main() -> None:
     ns = parser.parse_args()
     collect = Collect()
     logging.getLogger('pydantic_ai_toolproxy').addHandler(collect)
-    model = BagOfWordsModel(dimensions=64, delay=ns.delay, name='fleet')
+    model = HashingModel(delay=ns.delay)
     capability = ToolProxyCapability(
         groups=fleet_groups(ns.tools),
         config=ToolProxyConfig(
@@ -119,7 +162,7 @@ async def main() -> None:
         json.dumps(
             {
                 'embedded': vectors.embedded,
-                'documents': len(model.documents()),
+                'documents': model.documents,
                 'pending': vectors.pending,
                 'page': page,
                 'seconds': seconds,

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL server for the store tests: its own cluster in a temp dir, on a unix socket only.
+"""A throwaway PostgreSQL server for the store tests and the fleet benchmark (`bench.fleet_store`): its own cluster in a temp dir, on a unix socket only.
 
 `initdb`, `pg_ctl` and `postgres` refuse to run as root, so as root they run as the `postgres` user
 (`runuser -u postgres --`), which must exist (Debian's `postgresql-15` package makes it). The binaries are looked
