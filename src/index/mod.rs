@@ -48,12 +48,7 @@ mod record;
 mod record_tokens;
 mod schema_text;
 mod scorer;
-#[cfg(target_arch = "x86_64")]
-mod simd;
 mod storage;
-mod vector_codes;
-mod vector_dots;
-mod vector_scan;
 mod vectors;
 
 use bm25f::FIELDS;
