@@ -272,7 +272,7 @@ fn hybrid_search_over_100k() {
             }
             let query = Vectors::query(&query_vectors[q]);
             index
-                .nearest(&query, None)
+                .semantic_neighbors(&query, None)
                 .candidates
                 .iter()
                 .map(|c| c.0)
@@ -280,12 +280,10 @@ fn hybrid_search_over_100k() {
         })
         .collect();
     summary(
-        "part: keyword top 10 (score_deciding)",
+        "part: keyword top 10 (PreparedQuery::score)",
         time(&|q| {
-            let mut tokens = index.query_tokens(&queries[q], None);
-            let exact = index.exact_matches(&queries[q], None);
-            let gains = index.group_gains(&queries[q]);
-            std::hint::black_box(index.score_deciding(&mut tokens, &exact, None, 10, true, &gains));
+            let mut prepared = index.prepare(&queries[q], None);
+            std::hint::black_box(prepared.score(10, true));
         }),
     );
     summary(

@@ -42,8 +42,11 @@ mod doc_name;
 mod explain;
 mod fusion;
 mod group_text;
+mod hybrid;
 mod maxscore;
+mod plan;
 mod postings;
+mod query;
 mod record;
 mod record_tokens;
 mod schema_text;
@@ -182,20 +185,12 @@ impl SearchIndex {
         limit: usize,
         prune: bool,
     ) -> (usize, Vec<Arc<str>>) {
-        let allowed = self.allowed_groups(groups);
-        let allowed = allowed.as_deref();
-        let mut tokens = self.query_tokens(query, allowed);
-        let exact = self.exact_matches(query, allowed);
-        // Browsing is for a query with nothing to look for (empty, spaces, punctuation). A word
-        // whose tokens were all dropped (each over `MAX_TOKEN_BYTES`) matches nothing instead,
-        // and a punctuation-only tool name (`-`) still finds its tool first.
-        if tokens.is_empty() && exact.is_empty() && analysis::nothing_to_find(query) {
-            return self.browse(allowed, offset, limit);
+        let mut prepared = self.prepare(query, groups);
+        if prepared.browse {
+            return self.browse(prepared.allowed(), offset, limit);
         }
         let keep = offset.saturating_add(limit);
-        let group_gains = self.group_gains(query);
-        let (total, best) =
-            self.score_deciding(&mut tokens, &exact, allowed, keep, prune, &group_gains);
+        let (total, best) = prepared.score(keep, prune);
         let keys = best
             .iter()
             .skip(offset)
@@ -204,37 +199,17 @@ impl SearchIndex {
         (total, keys)
     }
 
-    /// [`Self::score_query`], and the one rule for optional tokens that `search` and `explain`
-    /// share: when nothing `allowed` selects matches the content tokens, the function words and
-    /// numbers become required ([`analysis::require_all`], left so in `tokens`) and the query is
-    /// scored again.
-    fn score_deciding(
-        &self,
-        tokens: &mut [analysis::QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
-        keep: usize,
-        prune: bool,
-        group_gains: &[[f32; 2]],
-    ) -> (usize, Vec<collector::ScoredDoc>) {
-        let scored = self.score_query(tokens, exact, allowed, keep, prune, group_gains);
-        if scored.0 == 0 && analysis::require_all(tokens) {
-            return self.score_query(tokens, exact, allowed, keep, prune, group_gains);
+    /// Number of live documents in `postings`: a removed document stays in its lists until the
+    /// index is compacted.
+    fn live_df(&self, postings: &[postings::Posting]) -> usize {
+        if self.dead == 0 {
+            postings.len()
+        } else {
+            postings
+                .iter()
+                .filter(|posting| self.alive[posting.doc as usize])
+                .count()
         }
-        scored
-    }
-
-    /// The selection mask of `groups` by group id (`None`: every group).
-    pub(super) fn allowed_groups(&self, groups: Option<&[&str]>) -> Option<Vec<bool>> {
-        groups.map(|names| {
-            let mut allowed = vec![false; self.groups.len()];
-            for name in names {
-                if let Some(&id) = self.group_ids.get(*name) {
-                    allowed[id as usize] = true;
-                }
-            }
-            allowed
-        })
     }
 }
 
