@@ -14,7 +14,7 @@
 //!   keyword *evidence* `e` in `[0, 1]`: how much the query's words actually matched. Its matched
 //!   mass is the summed `idf` (Lucene's, over the live documents; `df` as the keyword plan bounds
 //!   it: its own term's, or its stem class's largest member's when smaller) of the distinct query
-//!   words of query weight 1 (not function words or numbers, see [`analysis::STOPWORD_WEIGHT`])
+//!   words of query weight 1 (not function words or numbers, see [`super::analysis::STOPWORD_WEIGHT`])
 //!   that the best keyword match `b` holds, in its own fields, through its stem class, or in its
 //!   group's description (a word only a group description holds counts at `idf(0)`).
 //!   `e = min(1, matched mass / idf(ceil(COMMON_SHARE * live)))`: a match on one word rarer than
@@ -51,7 +51,7 @@ pub const COMMON_SHARE: f32 = 0.1;
 pub struct HybridExplanation {
     /// An exact name match: ranked above every other match.
     pub exact: bool,
-    /// The keyword score ([`SearchIndex::explain`]'s `score`), 0 when the query does not match.
+    /// The keyword score ([`super::SearchIndex::explain`]'s `score`), 0 when the query does not match.
     pub keyword_score: f32,
     /// `(1 - weight) * evidence * keyword_score / best keyword score`.
     pub keyword_share: f32,

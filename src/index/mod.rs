@@ -11,15 +11,22 @@
 //!
 //! * [`analysis`]: query tokens, function words, stem classes, synonyms and compounds, exact
 //!   name matches, browsing.
+//! * [`query`]: the query prepared once ([`query::PreparedQuery`]) for every ranking and
+//!   explanation, and its keyword run with the rule for optional tokens.
 //! * [`bm25f`]: the score: field weights, length normalization, `k1`, Lucene's `idf`, a term's
-//!   gain, the coordination factor.
+//!   gain, the coordination factor, a document's final score ([`bm25f::document_score`]).
 //! * [`maxscore`]: the execution: essential and non-essential tokens, candidates, `total`;
-//!   [`scorer`]: the term-at-a-time passes it runs; [`collector`]: the top-k window.
+//!   [`plan`]: its query plan; [`scorer`]: the term-at-a-time passes it runs; [`collector`]: the
+//!   top-k window.
 //! * [`explain`]: why a document has its score.
 //! * [`storage`]: upserts, removal, compaction; [`record`], [`record_tokens`], [`schema_text`]:
 //!   what a record holds and how it is read; [`by_hash`], [`doc_name`]: lookups by name.
 //! * [`vectors`]: tool vectors (quantized embeddings) and the nearest documents of a query
-//!   vector; [`fusion`]: the hybrid ranking, the keyword score fused with the cosine.
+//!   vector; [`fusion`]: the hybrid ranking's definitions, the keyword score fused with the
+//!   cosine; [`hybrid`]: hybrid search and its explanation, the fusion run over the index.
+//!
+//! The long test modules are files of their own under `tests/`, each included by the module it
+//! tests.
 //!
 //! Ranking is fully deterministic: exact name matches first, then score descending, then
 //! `(group, tool, key)` in byte order ([`collector`]). Documents that cannot reach the requested

@@ -17,7 +17,7 @@ thread_local! {
     static DISTANCES: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A query vector, quantized for [`Vectors::cosines`].
+/// A query vector, quantized for [`Vectors::cosine`] and [`Vectors::nearest`].
 #[derive(Debug, Clone)]
 pub(in crate::index) struct QueryVector {
     pub(super) codes: Vec<i16>,
