@@ -8,7 +8,7 @@
 //! `offset + limit` (at least one past the exact matches, for the best keyword score) of the pruned
 //! keyword search, less the vector candidates, plus the exact keyword scores of the fewer than
 //! [`NEAREST_POOL`] vector candidates, looked up in the posting lists
-//! ([`SearchIndex::score_docs`], the same sums as the keyword run's); the two lists merge.
+//! ([`PreparedQuery::score_docs`], the same sums as the keyword run's); the two lists merge.
 //! `query_vector` absent, a weight of 0, or a query with nothing to look for (browsing) is the
 //! keyword search, exactly.
 

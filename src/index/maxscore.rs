@@ -33,10 +33,10 @@
 //! in a fixed token order), so the pruning never changes a ranking: the
 //! `pruning_never_changes_the_window` test checks this against scoring without it.
 
-use super::analysis::QueryToken;
 use super::bm25f::document_score;
 use super::collector::{ScoredDoc, TopK};
 use super::plan::QueryPlan;
+use super::query::PreparedQuery;
 use super::scorer::{combined, Scorer, Scratch, SCORE_SCRATCH};
 use super::SearchIndex;
 
@@ -62,8 +62,8 @@ struct MaxScore<'i, 'q, 'a> {
     plan: QueryPlan<'q, 'a>,
     /// Exact name matches, sorted.
     exact: &'i [u32],
-    /// `[gain, matched]` per group id (empty: no group description matches).
-    group_gains: &'i [[f32; 2]],
+    /// The query run (its group gains).
+    query: &'i PreparedQuery<'i>,
     /// Component-wise maxima over the selectable groups: an upper bound of any one group's.
     max_group_gain: [f32; 2],
     /// Selectable groups whose description the query matches: each member is a match (the group
@@ -80,7 +80,7 @@ impl MaxScore<'_, '_, '_> {
     /// The group gain of a document's group (group descriptions, see `group_text`), added to
     /// its score; the largest selectable one is part of every pruning bound.
     fn group_gain(&self, doc: u32) -> [f32; 2] {
-        self.index.group_gain(self.group_gains, doc)
+        self.query.group_gain(doc)
     }
 
     fn is_exact(&self, doc: u32) -> bool {
@@ -401,52 +401,38 @@ impl MaxScore<'_, '_, '_> {
     fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Vec<ScoredDoc> {
         let mut best = TopK::new(self.keep);
         for &doc in candidates {
-            best.push(self.index.scored(
-                doc,
-                self.is_exact(doc),
-                self.group_gains,
-                self.plan.query_tokens,
-                scratch,
-            ));
+            best.push(
+                self.query
+                    .scored(doc, self.is_exact(doc), self.plan.query_tokens, scratch),
+            );
         }
         best.into_sorted()
     }
 }
 
-impl SearchIndex {
-    /// Scores the selectable documents matching `tokens` (see the module docs), plus the `exact`
-    /// documents (sorted), and returns their number and the best `keep` of them, best first.
-    pub(super) fn score_query(
-        &self,
-        tokens: &[QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
-        keep: usize,
-        prune: bool,
-        group_gains: &[[f32; 2]],
-    ) -> (usize, Vec<ScoredDoc>) {
-        let run = |scratch: &mut Scratch| {
-            self.score(tokens, exact, allowed, keep, prune, group_gains, scratch)
-        };
+impl PreparedQuery<'_> {
+    /// Scores the selectable documents matching the query's tokens (see the module docs), plus
+    /// its exact matches, and returns their number and the best `keep` of them, best first (one
+    /// keyword run; [`PreparedQuery::score`] adds the rule for optional tokens).
+    pub(super) fn execute(&self, keep: usize, prune: bool) -> (usize, Vec<ScoredDoc>) {
+        let run = |scratch: &mut Scratch| self.execute_with(keep, prune, scratch);
         SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut scratch) => run(&mut scratch),
             Err(_) => run(&mut Scratch::default()),
         })
     }
 
-    /// [`Self::score_query`] with `scratch`, which must be zeroed and is left zeroed.
-    #[allow(clippy::too_many_arguments)] // the query's parts, passed through from `score_query`
-    fn score(
+    /// [`Self::execute`] with `scratch`, which must be zeroed and is left zeroed.
+    fn execute_with(
         &self,
-        tokens: &[QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
-        group_gains: &[[f32; 2]],
         scratch: &mut Scratch,
     ) -> (usize, Vec<ScoredDoc>) {
-        scratch.fit(self.docs.len());
+        let index = self.index;
+        let allowed = self.allowed();
+        let group_gains = &self.group_gains;
+        scratch.fit(index.docs.len());
         let selected = |group: usize| allowed.is_none_or(|allowed| allowed[group]);
         let max_group_gain = group_gains
             .iter()
@@ -461,13 +447,13 @@ impl SearchIndex {
             .filter(|&(group, gain)| gain[0] > 0.0 && selected(group))
             .map(|(group, &gain)| (group, gain))
             .collect();
-        let scorer = Scorer::new(self, allowed);
+        let scorer = Scorer::new(index, allowed);
         let mut run = MaxScore {
-            index: self,
-            plan: QueryPlan::new(&scorer, tokens, self.live),
+            query: self,
+            index,
+            plan: QueryPlan::new(&scorer, &self.tokens, index.live),
             scorer,
-            exact,
-            group_gains,
+            exact: &self.exact,
             max_group_gain,
             described,
             max_scanned: [0.0; 2],
@@ -503,62 +489,46 @@ impl SearchIndex {
         scratch.touched = touched;
         (total, best)
     }
-}
 
-impl SearchIndex {
-    /// The group gain (`[gain, matched]`) of `doc`'s group among `group_gains` (by group id; empty:
-    /// no group description matches).
-    fn group_gain(&self, group_gains: &[[f32; 2]], doc: u32) -> [f32; 2] {
-        if group_gains.is_empty() {
+    /// The group gain (`[gain, matched]`) of `doc`'s group (group descriptions, see `group_text`).
+    fn group_gain(&self, doc: u32) -> [f32; 2] {
+        if self.group_gains.is_empty() {
             return [0.0; 2];
         }
-        group_gains
-            .get(self.doc_group[doc as usize] as usize)
+        self.group_gains
+            .get(self.index.doc_group[doc as usize] as usize)
             .copied()
             .unwrap_or([0.0; 2])
     }
 
     /// `doc` with its final score ([`document_score`]) from its accumulators, which are taken
     /// (left zeroed): what the collector ranks and the hybrid's look-ups return.
-    fn scored(
-        &self,
-        doc: u32,
-        exact: bool,
-        group_gains: &[[f32; 2]],
-        query_tokens: f32,
-        scratch: &mut Scratch,
-    ) -> ScoredDoc {
+    fn scored(&self, doc: u32, exact: bool, query_tokens: f32, scratch: &mut Scratch) -> ScoredDoc {
         let index = doc as usize;
         let content = std::mem::take(&mut scratch.score[index]);
         let optional = std::mem::take(&mut scratch.optional[index]);
-        let group = self.group_gain(group_gains, doc);
         ScoredDoc {
             doc,
             exact,
-            score: document_score(content, optional, group, query_tokens).0,
-            ordinal: self.tie_break_ordinals[index],
+            score: document_score(content, optional, self.group_gain(doc), query_tokens).0,
+            ordinal: self.index.tie_break_ordinals[index],
         }
     }
 
     /// The exact scores of `docs` (sorted, selectable) for `tokens` (decided as the keyword run
-    /// left them, see [`super::query::PreparedQuery::score`]), in document order: the same sums in the
-    /// same order as [`Self::score_query`] adds them (content tokens in plan order, then the
+    /// left them, see [`PreparedQuery::score`]), in document order: the same sums in the
+    /// same order as [`Self::execute`] adds them (content tokens in plan order, then the
     /// optional tokens, scanned ones first, for a document a content token or an exact name
     /// finds; then the group gain and the coordination factor), so each equals the score that
     /// ranking gives it, bit for bit (0 for a document the query does not match). Only lookups
     /// in the posting lists: cheap for a few documents.
-    pub(super) fn score_docs(
-        &self,
-        tokens: &[QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
-        docs: &[u32],
-        group_gains: &[[f32; 2]],
-    ) -> Vec<ScoredDoc> {
+    pub(super) fn score_docs(&self, docs: &[u32]) -> Vec<ScoredDoc> {
+        let index = self.index;
+        let exact = &self.exact;
         let run = |scratch: &mut Scratch| {
-            scratch.fit(self.docs.len());
-            let scorer = Scorer::new(self, allowed);
-            let plan = QueryPlan::new(&scorer, tokens, self.live);
+            scratch.fit(index.docs.len());
+            let scorer = Scorer::new(index, self.allowed());
+            let plan = QueryPlan::new(&scorer, &self.tokens, index.live);
             for planned in &plan.content {
                 scorer.look_up(planned, true, docs, scratch);
             }
@@ -572,9 +542,7 @@ impl SearchIndex {
                 scorer.look_up(planned, false, &found, scratch);
             }
             docs.iter()
-                .map(|&doc| {
-                    self.scored(doc, is_exact(doc), group_gains, plan.query_tokens, scratch)
-                })
+                .map(|&doc| self.scored(doc, is_exact(doc), plan.query_tokens, scratch))
                 .collect()
         };
         SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {

@@ -1,8 +1,8 @@
 //! A query prepared once for every way it is ranked: [`SearchIndex::search`], `search_hybrid`,
 //! `explain` and `explain_hybrid` all start from a [`PreparedQuery`] (the selection mask, the query
 //! tokens, the exact name matches, whether it browses, the group gains) and score it through
-//! [`PreparedQuery::score`] (the keyword run, with the rule for optional tokens) or
-//! [`PreparedQuery::score_docs`] (the same scores for given documents).
+//! [`PreparedQuery::score`] (the keyword run of [`super::maxscore`], with the rule for optional
+//! tokens) or [`PreparedQuery::score_docs`] (the same scores for given documents).
 
 use super::analysis::{self, QueryToken};
 use super::collector::ScoredDoc;
@@ -92,43 +92,15 @@ impl PreparedQuery<'_> {
     }
 
     /// The selected documents matching the query and the best `keep` of them, best first
-    /// ([`SearchIndex::score_query`], pruned or not), with the one rule for optional tokens that
-    /// every ranking shares: when nothing selected matches the content tokens, the function words
-    /// and numbers become required ([`analysis::require_all`], left so in the tokens) and the
-    /// query is scored again.
+    /// ([`Self::execute`], pruned or not), with the one rule for optional tokens that every
+    /// ranking shares: when nothing selected matches the content tokens, the function words and
+    /// numbers become required ([`analysis::require_all`], left so in the tokens) and the query is
+    /// scored again.
     pub(super) fn score(&mut self, keep: usize, prune: bool) -> (usize, Vec<ScoredDoc>) {
-        let index = self.index;
-        let allowed = self.allowed.as_deref();
-        let scored = index.score_query(
-            &self.tokens,
-            &self.exact,
-            allowed,
-            keep,
-            prune,
-            &self.group_gains,
-        );
+        let scored = self.execute(keep, prune);
         if scored.0 == 0 && analysis::require_all(&mut self.tokens) {
-            return index.score_query(
-                &self.tokens,
-                &self.exact,
-                allowed,
-                keep,
-                prune,
-                &self.group_gains,
-            );
+            return self.execute(keep, prune);
         }
         scored
-    }
-
-    /// The exact scores of `docs` (sorted, selectable) as the keyword run gives them
-    /// ([`SearchIndex::score_docs`], with the tokens as [`Self::score`] left them).
-    pub(super) fn score_docs(&self, docs: &[u32]) -> Vec<ScoredDoc> {
-        self.index.score_docs(
-            &self.tokens,
-            &self.exact,
-            self.allowed.as_deref(),
-            docs,
-            &self.group_gains,
-        )
     }
 }
