@@ -62,8 +62,8 @@ struct MaxScore<'i, 'q, 'a> {
     plan: QueryPlan<'q, 'a>,
     /// Exact name matches, sorted.
     exact: &'i [u32],
-    /// The query run (its group gains).
-    query: &'i PreparedQuery<'i>,
+    /// `[gain, matched]` per group id (empty: no group description matches).
+    group_gains: &'i [[f32; 2]],
     /// Component-wise maxima over the selectable groups: an upper bound of any one group's.
     max_group_gain: [f32; 2],
     /// Selectable groups whose description the query matches: each member is a match (the group
@@ -80,7 +80,7 @@ impl MaxScore<'_, '_, '_> {
     /// The group gain of a document's group (group descriptions, see `group_text`), added to
     /// its score; the largest selectable one is part of every pruning bound.
     fn group_gain(&self, doc: u32) -> [f32; 2] {
-        self.query.group_gain(doc)
+        group_gain(self.group_gains, &self.index.doc_group, doc)
     }
 
     fn is_exact(&self, doc: u32) -> bool {
@@ -401,10 +401,14 @@ impl MaxScore<'_, '_, '_> {
     fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Vec<ScoredDoc> {
         let mut best = TopK::new(self.keep);
         for &doc in candidates {
-            best.push(
-                self.query
-                    .scored(doc, self.is_exact(doc), self.plan.query_tokens, scratch),
-            );
+            best.push(scored(
+                self.index,
+                doc,
+                self.is_exact(doc),
+                self.group_gain(doc),
+                self.plan.query_tokens,
+                scratch,
+            ));
         }
         best.into_sorted()
     }
@@ -449,8 +453,8 @@ impl PreparedQuery<'_> {
             .collect();
         let scorer = Scorer::new(index, allowed);
         let mut run = MaxScore {
-            query: self,
             index,
+            group_gains,
             plan: QueryPlan::new(&scorer, &self.tokens, index.live),
             scorer,
             exact: &self.exact,
@@ -490,31 +494,6 @@ impl PreparedQuery<'_> {
         (total, best)
     }
 
-    /// The group gain (`[gain, matched]`) of `doc`'s group (group descriptions, see `group_text`).
-    fn group_gain(&self, doc: u32) -> [f32; 2] {
-        if self.group_gains.is_empty() {
-            return [0.0; 2];
-        }
-        self.group_gains
-            .get(self.index.doc_group[doc as usize] as usize)
-            .copied()
-            .unwrap_or([0.0; 2])
-    }
-
-    /// `doc` with its final score ([`document_score`]) from its accumulators, which are taken
-    /// (left zeroed): what the collector ranks and the hybrid's look-ups return.
-    fn scored(&self, doc: u32, exact: bool, query_tokens: f32, scratch: &mut Scratch) -> ScoredDoc {
-        let index = doc as usize;
-        let content = std::mem::take(&mut scratch.score[index]);
-        let optional = std::mem::take(&mut scratch.optional[index]);
-        ScoredDoc {
-            doc,
-            exact,
-            score: document_score(content, optional, self.group_gain(doc), query_tokens).0,
-            ordinal: self.index.tie_break_ordinals[index],
-        }
-    }
-
     /// The exact scores of `docs` (sorted, selectable) for `tokens` (decided as the keyword run
     /// left them, see [`PreparedQuery::score`]), in document order: the same sums in the
     /// same order as [`Self::execute`] adds them (content tokens in plan order, then the
@@ -542,13 +521,51 @@ impl PreparedQuery<'_> {
                 scorer.look_up(planned, false, &found, scratch);
             }
             docs.iter()
-                .map(|&doc| self.scored(doc, is_exact(doc), plan.query_tokens, scratch))
+                .map(|&doc| {
+                    let group = group_gain(&self.group_gains, &index.doc_group, doc);
+                    scored(index, doc, is_exact(doc), group, plan.query_tokens, scratch)
+                })
                 .collect()
         };
         SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut scratch) => run(&mut scratch),
             Err(_) => run(&mut Scratch::default()),
         })
+    }
+}
+
+/// The group gain (`[gain, matched]`) of `doc`'s group among `group_gains` (by group id; empty: no
+/// group description matches; see `group_text`).
+#[inline]
+fn group_gain(group_gains: &[[f32; 2]], doc_group: &[u32], doc: u32) -> [f32; 2] {
+    if group_gains.is_empty() {
+        return [0.0; 2];
+    }
+    group_gains
+        .get(doc_group[doc as usize] as usize)
+        .copied()
+        .unwrap_or([0.0; 2])
+}
+
+/// `doc` with its final score ([`document_score`]) from its accumulators, which are taken (left
+/// zeroed), and its group's gain `group`: what the collector ranks and the hybrid's look-ups return.
+#[inline]
+fn scored(
+    index: &SearchIndex,
+    doc: u32,
+    exact: bool,
+    group: [f32; 2],
+    query_tokens: f32,
+    scratch: &mut Scratch,
+) -> ScoredDoc {
+    let at = doc as usize;
+    let content = std::mem::take(&mut scratch.score[at]);
+    let optional = std::mem::take(&mut scratch.optional[at]);
+    ScoredDoc {
+        doc,
+        exact,
+        score: document_score(content, optional, group, query_tokens).0,
+        ordinal: index.tie_break_ordinals[at],
     }
 }
 
