@@ -14,9 +14,10 @@
 //!   keyword *evidence* `e` in `[0, 1]`: how much the query's words actually matched. Its matched
 //!   mass is the summed `idf` (Lucene's, over the live documents; `df` as the keyword plan bounds
 //!   it: its own term's, or its stem class's largest member's when smaller) of the distinct query
-//!   words of query weight 1 (not function words or numbers, see [`super::analysis::STOPWORD_WEIGHT`])
-//!   that the best keyword match `b` holds, in its own fields, through its stem class, or in its
-//!   group's description (a word only a group description holds counts at `idf(0)`).
+//!   words of query weight 1 (not function words or numbers, see
+//!   [`super::analysis::STOPWORD_WEIGHT`]) that the best keyword match `b` holds, in its own
+//!   fields, through its stem class, or in its group's description (a word only a group
+//!   description holds counts at `idf(0)`).
 //!   `e = min(1, matched mass / idf(ceil(COMMON_SHARE * live)))`: a match on one word rarer than
 //!   [`COMMON_SHARE`] of the documents, or on several more common ones, is full evidence; a match
 //!   on only very common words is partial; a match on only function words or numbers is none
@@ -29,7 +30,6 @@
 //!   the `cF`, so fewer than [`NEAREST_POOL`]); `total = |R|`.
 //! * Order: exact name matches first, then `fused` descending, then the keyword score descending,
 //!   then the `(group, tool, key)` tie-break ordinal: deterministic for equal inputs.
-//!
 //!
 //! How the ranking is computed without scoring every document: [`super::hybrid`].
 

@@ -1,7 +1,7 @@
 //! Hybrid search: the fusion ([`super::fusion`], where the ranking is defined) run over the index,
 //! for `search_hybrid` and `explain_hybrid`.
 //!
-//! `fused` is monotone in the keyword score, and a vector candidate only gains, so a
+//! Execution: `fused` is monotone in the keyword score, and a vector candidate only gains, so a
 //! document ranks at least as low here as in the keyword ranking, and the documents with
 //! `sem = 0` rank among themselves exactly in keyword order (the keyword score as second key keeps
 //! rounding ties apart). A window `[offset, offset + limit)` therefore needs only the keyword top
