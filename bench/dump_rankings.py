@@ -22,6 +22,17 @@ One block per query::
     1 <canonical name> <score repr> [exact]
     ...
 
+``--hybrid`` dumps ``_core.SearchIndex.search_hybrid`` instead (``bench/dumps/hybrid.txt``): the same BFCL, agent and
+multilingual records with deterministic vectors (no model: `HashEmbedder`, a sum of seeded pseudo-random unit vectors
+of a text's lower-cased words from BLAKE2b, 64 dimensions, bit-stable on every platform), every query at weights
+0.35 and 0.7, the extra queries (group filters, pages), and a BFCL corpus replicated to about 8,000 records, above the
+prefilter's 3,072 vectors, so the prefilter-and-rerank path ranks too. One block per query and weight::
+
+    # hybrid <corpus> <query id> w=<weight> total=<n> [groups=...] [offset=...]
+    1 <canonical name> <fused repr> <keyword score repr> <keyword share repr> <cosine repr|None> <semantic share repr> [exact]
+
+the scores from ``SearchIndex.explain_hybrid``.
+
 ``--compact`` writes one line per query: ``<corpus>\t<id>\t<total>[\t<query>]\t<name>:<score>[!],...`` (the same
 information). The stored dumps (``bench/dumps/``) are written without ``--queries``.
 """
@@ -30,6 +41,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
+import re
+import struct
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -275,15 +289,161 @@ def run(compact: bool, queries: bool, only: Iterable[str]) -> list[str]:
     return dump.lines
 
 
+# --- --hybrid: the hybrid ranking over deterministic vectors -------------------------------------------------------
+
+HYBRID_DIMENSIONS = 64
+HYBRID_WEIGHTS = (0.35, 0.7)
+HYBRID_LARGE_RECORDS = 8000
+HYBRID_LARGE_QUERIES = 120
+
+
+class HashEmbedder:
+    """Deterministic text vectors without a model: each lower-cased word token (`\\w+`) gets a pseudo-random unit
+    vector from BLAKE2b (so the same on every platform and Python), a text's vector is their sum, normalized, packed
+    as little-endian float32. A text without words is the zero vector."""
+
+    def __init__(self, dimensions: int = HYBRID_DIMENSIONS) -> None:
+        self.dimensions = dimensions
+        self._words: dict[str, list[float]] = {}
+
+    def _word(self, word: str) -> list[float]:
+        vector = self._words.get(word)
+        if vector is None:
+            raw = b''.join(
+                hashlib.blake2b(word.encode('utf-8'), digest_size=64, salt=block.to_bytes(16, 'little')).digest()
+                for block in range((self.dimensions * 4 + 63) // 64)
+            )
+            values = [int.from_bytes(raw[4 * i : 4 * i + 4], 'little') / 2**31 - 1.0 for i in range(self.dimensions)]
+            norm = math.sqrt(math.fsum(v * v for v in values))
+            vector = [v / norm for v in values]
+            self._words[word] = vector
+        return vector
+
+    def values(self, text: str) -> list[float]:
+        total = [0.0] * self.dimensions
+        for word in re.findall(r'\w+', text.lower()):
+            for i, value in enumerate(self._word(word)):
+                total[i] += value
+        norm = math.sqrt(math.fsum(v * v for v in total))
+        return [v / norm for v in total] if norm > 0 else total
+
+    def __call__(self, text: str) -> bytes:
+        return struct.pack(f'<{self.dimensions}f', *self.values(text))
+
+
+def tool_text(tool: Tool) -> str:
+    """The text a tool's vector embeds: its group, name, description and parameter names."""
+    properties = tool.parameters.get('properties') if isinstance(tool.parameters, dict) else None
+    names = ' '.join(properties) if isinstance(properties, dict) else ''
+    return f'{tool.group} {tool.name.replace("_", " ")} {tool.description} {names}'
+
+
+class HybridDump:
+    def __init__(self, embedder: HashEmbedder) -> None:
+        self.embedder = embedder
+        self.lines: list[str] = []
+
+    def search(
+        self,
+        index: Any,
+        corpus: str,
+        qid: str,
+        query: str,
+        groups: list[str] | None = None,
+        offset: int = 0,
+        limit: int = K,
+    ) -> None:
+        vector = self.embedder(query)
+        extra = (f' groups={",".join(groups)}' if groups is not None else '') + (f' offset={offset}' if offset else '')
+        for weight in HYBRID_WEIGHTS:
+            total, keys = index.search_hybrid(query, vector, groups, offset, limit, weight)
+            self.lines.append(f'# hybrid {corpus} {qid} w={weight} total={total}{extra}')
+            for rank, key in enumerate(keys, 1):
+                explained = index.explain_hybrid(query, vector, groups, key, weight)
+                if explained is None:
+                    self.lines.append(f'{rank} {key} None')
+                    continue
+                exact, keyword, keyword_share, cosine, semantic_share, _, fused = explained
+                cells = [repr(float(fused)), repr(float(keyword)), repr(float(keyword_share))]
+                cells += [repr(float(cosine)) if cosine is not None else 'None', repr(float(semantic_share))]
+                self.lines.append(f'{rank} {key} {" ".join(cells)}{" exact" if exact else ""}')
+
+
+def build_hybrid(tools: Sequence[Tool], group_descriptions: Mapping[str, str], embedder: HashEmbedder) -> Any:
+    """`build`, then one vector per tool (`tool_text` embedded by `embedder`), set in row batches."""
+    index = build(tools, group_descriptions)
+    keys = [f'{t.group}__{t.name}' for t in tools]
+    rows = [embedder(tool_text(t)) for t in tools]
+    for start in range(0, len(keys), 1000):
+        index.set_vector_rows(keys[start : start + 1000], rows[start : start + 1000], embedder.dimensions)
+    return index
+
+
+def replicated(tools: Sequence[Tool], count: int) -> list[Tool]:
+    """`count` records from `tools`, copy `n` of a tool renamed `<name>_c<n>` and its description given the word
+    `variant<n>` (so copies differ in text and vector)."""
+    out = list(tools)
+    copy = 0
+    while len(out) < count:
+        copy += 1
+        for tool in tools:
+            if len(out) >= count:
+                break
+            out.append(
+                Tool(
+                    f'{tool.name}_c{copy}',
+                    f'{tool.name}_c{copy}',
+                    tool.group,
+                    f'{tool.description} variant{copy}',
+                    tool.parameters,
+                )
+            )
+    return out
+
+
+def run_hybrid(only: Iterable[str]) -> list[str]:
+    from bench.lib.sets import agent, bfcl
+
+    embedder = HashEmbedder()
+    dump = HybridDump(embedder)
+    loaders = {'bfcl': bfcl, 'agent': agent}
+    for corpus in only:
+        tools, descriptions, questions = loaders[corpus]()
+        index = build_hybrid(tools, descriptions, embedder)
+        for question in questions:
+            dump.search(index, corpus, question.id, question.query)
+        extra_queries(dump, index, corpus, tools)  # type: ignore[arg-type]
+        if corpus == 'bfcl':
+            large = replicated(tools, HYBRID_LARGE_RECORDS)
+            index = build_hybrid(large, descriptions, embedder)
+            step = max(1, len(questions) // HYBRID_LARGE_QUERIES)
+            for question in questions[::step][:HYBRID_LARGE_QUERIES]:
+                dump.search(index, 'bfcl-large', question.id, question.query)
+            groups = sorted({tool.group for tool in tools})
+            for n, question in enumerate(questions[::step][:8]):
+                dump.search(index, 'bfcl-large', f'{question.id}-groups', question.query, groups[n::3])
+                dump.search(index, 'bfcl-large', f'{question.id}-page-2', question.query, None, K)
+    tools = [
+        Tool(name, name, group, description, parameters) for group, name, description, parameters in MULTILINGUAL_TOOLS
+    ]
+    index = build_hybrid(tools, MULTILINGUAL_GROUPS, embedder)
+    for n, query in enumerate(MULTILINGUAL_QUERIES):
+        dump.search(index, 'multilingual', f'q{n}', query)
+    extra_queries(dump, index, 'multilingual', tools)  # type: ignore[arg-type]
+    return dump.lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--out', type=Path, required=True)
     parser.add_argument('--compact', action='store_true', help='one line per query')
     parser.add_argument('--queries', action='store_true', help='print each query too')
     parser.add_argument('--corpus', choices=['all', 'bfcl', 'agent'], default='all')
+    parser.add_argument('--hybrid', action='store_true', help='dump search_hybrid over deterministic vectors')
     args = parser.parse_args()
     only = ['bfcl', 'agent'] if args.corpus == 'all' else [args.corpus]
-    text = '\n'.join(run(args.compact, args.queries, only)) + '\n'
+    lines = run_hybrid(only) if args.hybrid else run(args.compact, args.queries, only)
+    text = '\n'.join(lines) + '\n'
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text, encoding='utf-8')
     digest = hashlib.sha256(text.encode('utf-8')).hexdigest()

@@ -1,6 +1,6 @@
 """`_core.SearchIndex`'s tool vectors and hybrid ranking through the binding: buffers in, errors out.
 
-The ranking itself is tested in Rust (`src/index/fusion.rs`: pages against the ranking by definition,
+The ranking itself is tested in Rust (`src/index/tests/hybrid.rs`: pages against the ranking by definition,
 determinism, exact names, group filters); here the Python surface: bytes-like inputs, `ValueError` /
 `TypeError` for bad ones (never a panic), `None` and weight 0 being the keyword search.
 """

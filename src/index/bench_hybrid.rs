@@ -272,7 +272,7 @@ fn hybrid_search_over_100k() {
             }
             let query = Vectors::query(&query_vectors[q]);
             index
-                .nearest(&query, None)
+                .semantic_neighbors(&query, None)
                 .candidates
                 .iter()
                 .map(|c| c.0)
@@ -280,29 +280,23 @@ fn hybrid_search_over_100k() {
         })
         .collect();
     summary(
-        "part: keyword top 10 (score_deciding)",
+        "part: keyword top 10 (PreparedQuery::score)",
         time(&|q| {
-            let mut tokens = index.query_tokens(&queries[q], None);
-            let exact = index.exact_matches(&queries[q], None);
-            let gains = index.group_gains(&queries[q]);
-            std::hint::black_box(index.score_deciding(&mut tokens, &exact, None, 10, true, &gains));
+            let mut prepared = index.prepare(&queries[q], None);
+            std::hint::black_box(prepared.score(10, true));
         }),
     );
     summary(
         "part: keyword scores of the vector candidates (score_docs)",
         time(&|q| {
-            let tokens = index.query_tokens(&queries[q], None);
-            let exact = index.exact_matches(&queries[q], None);
-            let gains = index.group_gains(&queries[q]);
-            std::hint::black_box(index.score_docs(&tokens, &exact, None, &extras[q], &gains));
+            let prepared = index.prepare(&queries[q], None);
+            std::hint::black_box(prepared.score_docs(&extras[q]));
         }),
     );
     summary(
-        "part: query tokens, exact names and group gains alone",
+        "part: the prepared query alone (tokens, exact names, group gains)",
         time(&|q| {
-            std::hint::black_box(index.query_tokens(&queries[q], None));
-            std::hint::black_box(index.exact_matches(&queries[q], None));
-            std::hint::black_box(index.group_gains(&queries[q]));
+            std::hint::black_box(index.prepare(&queries[q], None));
         }),
     );
     summary(

@@ -74,6 +74,26 @@ pub(super) fn coordination(matched: f32, query_tokens: f32) -> f32 {
     1.0 + COORDINATION_WEIGHT * matched / query_tokens
 }
 
+/// A document's score: its summed gains (`[gain, matched weight]` of the content tokens, then of the
+/// optional ones) plus its group's gain (`[gain, matched]` of the group description), times the
+/// coordination factor of the weight they matched (at most the query's `query_tokens`): `(sum +
+/// group gain) x coordination`, added in this order. The one definition the ranking
+/// ([`super::maxscore`]'s collector and threshold, the hybrid's look-ups) and `explain` use, so an
+/// explained score is the ranked one bit for bit. Returns `(score, coordination)`.
+#[inline]
+pub(super) fn document_score(
+    content: [f32; 2],
+    optional: [f32; 2],
+    group: [f32; 2],
+    query_tokens: f32,
+) -> (f32, f32) {
+    let sum = content[0] + optional[0];
+    let matched = content[1] + optional[1];
+    let matched = (matched + group[1]).min(query_tokens);
+    let coordination = coordination(matched, query_tokens);
+    ((sum + group[0]) * coordination, coordination)
+}
+
 /// The BM25F weight over one index state: the live document count and each field's length
 /// normalization.
 pub(super) struct Bm25f {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::analysis::QueryToken;
 use super::bm25f::{
-    coordination, DESCRIPTION, FIELDS, GROUP, NAME, PARAMETER_NAMES, PARAMETER_TEXT,
+    document_score, DESCRIPTION, FIELDS, GROUP, NAME, PARAMETER_NAMES, PARAMETER_TEXT,
 };
 use super::group_text::GROUP_TEXT_COORDINATION;
 use super::postings::find;
@@ -71,14 +71,13 @@ impl SearchIndex {
         // it (a selection of no group, which no search finds anything in, counts as every group):
         // optional tokens find by themselves when the others find nothing selected.
         let decide = allowed
-            .as_deref()
+            .clone()
             .filter(|selected| selected.iter().any(|&group| group));
-        let mut tokens = self.query_tokens(query, decide);
-        if tokens.iter().any(|token| token.optional) {
-            let selected = self.exact_matches(query, decide);
-            let gains = self.group_gains(query);
-            self.score_deciding(&mut tokens, &selected, decide, 1, true, &gains);
+        let mut prepared = self.prepare_selected(query, decide);
+        if prepared.tokens.iter().any(|token| token.optional) {
+            prepared.score(1, true);
         }
+        let tokens = &prepared.tokens;
         let exact = self.exact_matches(query, None).contains(&doc);
         let mut matches = Vec::new();
         let mut content = (0.0f32, 0.0f32);
@@ -95,7 +94,7 @@ impl SearchIndex {
                 let Some(term) = token.term else { continue };
                 let list = scorer.postings(term);
                 if let Some(posting) = find(list, doc) {
-                    let gain = scorer.gain(doc, posting.tf(), scorer.idf(scorer.live_df(list)));
+                    let gain = scorer.gain(doc, posting.tf(), scorer.idf(self.live_df(list)));
                     optional.0 += token.weight * gain;
                     optional.1 += token.weight;
                     push_shares(&mut matches, &scorer, doc, token, gain, posting.tf(), false);
@@ -117,14 +116,16 @@ impl SearchIndex {
                 });
             }
         });
-        let query_tokens = tokens.len().max(1) as f32;
-        let matched = (content.1 + optional.1 + group_matched).min(query_tokens);
-        let coordination = coordination(matched, query_tokens);
-        let sum = content.0 + optional.0 + group_gain;
+        let (score, coordination) = document_score(
+            [content.0, content.1],
+            [optional.0, optional.1],
+            [group_gain, group_matched],
+            tokens.len().max(1) as f32,
+        );
         Some(Explanation {
             key: Arc::from(key),
             exact,
-            score: sum * coordination,
+            score,
             coordination,
             matches,
         })
@@ -142,7 +143,7 @@ impl SearchIndex {
         if let Some(term) = token.term {
             let list = scorer.postings(term);
             if let Some(posting) = find(list, doc) {
-                let idf = scorer.idf(scorer.live_df(list));
+                let idf = scorer.idf(self.live_df(list));
                 best = Some((scorer.gain(doc, posting.tf(), idf), posting.tf(), false));
             }
         }
@@ -268,10 +269,7 @@ mod tests {
             "read_file",
             "fill in a form in the browser",
         ] {
-            let tokens = index.query_tokens(query, None);
-            let exact = index.exact_matches(query, None);
-            let gains = index.group_gains(query);
-            let (_, ranked) = index.score_query(&tokens, &exact, None, usize::MAX, false, &gains);
+            let (_, ranked) = index.prepare(query, None).score(usize::MAX, false);
             assert!(!ranked.is_empty(), "{query}");
             for candidate in ranked {
                 let key = index.docs[candidate.doc as usize].name.key().to_owned();

@@ -33,10 +33,11 @@
 //! in a fixed token order), so the pruning never changes a ranking: the
 //! `pruning_never_changes_the_window` test checks this against scoring without it.
 
-use super::analysis::QueryToken;
-use super::bm25f::coordination;
+use super::bm25f::document_score;
 use super::collector::{ScoredDoc, TopK};
-use super::scorer::{combined, Planned, Scorer, Scratch, SCORE_SCRATCH};
+use super::plan::QueryPlan;
+use super::query::PreparedQuery;
+use super::scorer::{combined, Scorer, Scratch, SCORE_SCRATCH};
 use super::SearchIndex;
 
 #[cfg(test)]
@@ -48,85 +49,11 @@ thread_local! {
 
 /// Relative margin of the pruning tests, so float rounding can never prune a document that ties.
 const PRUNE_MARGIN: f32 = 1e-4;
-/// An optional token is scanned when its list holds at most 1 / `SCAN_FRACTION` of the documents.
-const SCAN_FRACTION: usize = 8;
 /// Most threshold computations per query (each costs a pass over the scored documents).
 const MAX_THRESHOLD_CHECKS: usize = 4;
 /// The candidates are pruned again after a non-essential token while they are more than this many
 /// times the window.
 const PRUNE_AGAIN: usize = 8;
-
-/// The query's tokens in execution order, with the sums of their upper bounds.
-struct QueryPlan<'q, 'a> {
-    /// Content tokens by upper bound, highest first (a stable sort: ties keep query order).
-    content: Vec<Planned<'q, 'a>>,
-    /// Optional tokens with short lists: scanned once the essential tokens are scored.
-    scanned: Vec<Planned<'q, 'a>>,
-    /// The common optional tokens (`the`, `a`): looked up for the candidates only.
-    looked_up: Vec<Planned<'q, 'a>>,
-    /// `suffix[at]`: what the content tokens from `at` on can add (upper bound, weight) and how
-    /// many postings they hold. Computed once, so a query of `n` distinct tokens costs O(n) here,
-    /// not O(n^2).
-    suffix: Vec<(f32, f32, usize)>,
-    /// Summed upper bounds and weights of `looked_up`.
-    looked_up_sum: (f32, f32),
-    /// Number of distinct query tokens (at least 1), the denominator of the coordination factor.
-    query_tokens: f32,
-}
-
-impl<'q, 'a> QueryPlan<'q, 'a> {
-    fn new(scorer: &Scorer<'_>, tokens: &'q [QueryToken<'a>], live: usize) -> Self {
-        let mut content: Vec<Planned<'q, 'a>> = tokens
-            .iter()
-            .filter(|token| !token.optional)
-            .map(|token| scorer.plan(token, true))
-            .collect();
-        content.sort_by(|a, b| b.bound.total_cmp(&a.bound));
-        // The split of the optional tokens depends on the index alone, so the optional gains
-        // always add up in the same order.
-        let (scanned, looked_up): (Vec<Planned<'q, 'a>>, Vec<Planned<'q, 'a>>) = tokens
-            .iter()
-            .filter(|token| token.optional && token.term.is_some())
-            .map(|token| scorer.plan(token, false))
-            .partition(|planned| planned.postings * SCAN_FRACTION <= live);
-        let sums = |planned: &[Planned<'_, '_>]| {
-            (
-                planned.iter().map(|p| p.bound).sum::<f32>(),
-                planned.iter().map(|p| p.token.weight).sum::<f32>(),
-            )
-        };
-        let mut suffix = vec![(0.0f32, 0.0f32, 0usize); content.len() + 1];
-        for at in (0..content.len()).rev() {
-            let (bound, weight, postings) = suffix[at + 1];
-            let planned = &content[at];
-            suffix[at] = (
-                bound + planned.bound,
-                weight + planned.token.weight,
-                postings + planned.postings,
-            );
-        }
-        Self {
-            looked_up_sum: sums(&looked_up),
-            content,
-            scanned,
-            looked_up,
-            suffix,
-            query_tokens: tokens.len().max(1) as f32,
-        }
-    }
-
-    /// What the content tokens from `from` on and the looked-up optional tokens can add (upper
-    /// bound, weight).
-    fn rest(&self, from: usize) -> (f32, f32) {
-        let (bound, weight, _) = self.suffix[from];
-        (bound + self.looked_up_sum.0, weight + self.looked_up_sum.1)
-    }
-
-    /// The score of summed gains `bound` matched with weight `weight`.
-    fn upper(&self, bound: f32, weight: f32) -> f32 {
-        bound * coordination(weight, self.query_tokens)
-    }
-}
 
 /// One query's execution over one index state (see the module docs).
 struct MaxScore<'i, 'q, 'a> {
@@ -153,13 +80,7 @@ impl MaxScore<'_, '_, '_> {
     /// The group gain of a document's group (group descriptions, see `group_text`), added to
     /// its score; the largest selectable one is part of every pruning bound.
     fn group_gain(&self, doc: u32) -> [f32; 2] {
-        if self.group_gains.is_empty() {
-            return [0.0; 2];
-        }
-        self.group_gains
-            .get(self.index.doc_group[doc as usize] as usize)
-            .copied()
-            .unwrap_or([0.0; 2])
+        group_gain(self.group_gains, &self.index.doc_group, doc)
     }
 
     fn is_exact(&self, doc: u32) -> bool {
@@ -267,10 +188,7 @@ impl MaxScore<'_, '_, '_> {
                     } else {
                         scratch.optional[index]
                     };
-                    let (score, matched) = combined(content, optional);
-                    let [gain, group_matched] = self.group_gain(doc);
-                    let matched = (matched + group_matched).min(query_tokens);
-                    (score + gain) * coordination(matched, query_tokens)
+                    document_score(content, optional, self.group_gain(doc), query_tokens).0
                 })
                 .filter(|&score| score >= floor),
         );
@@ -481,63 +399,44 @@ impl MaxScore<'_, '_, '_> {
     /// The final scores of the candidates through the top-k collector (their accumulators
     /// cleared), best first.
     fn collect(&self, candidates: &[u32], scratch: &mut Scratch) -> Vec<ScoredDoc> {
-        let query_tokens = self.plan.query_tokens;
         let mut best = TopK::new(self.keep);
         for &doc in candidates {
-            let index = doc as usize;
-            let (score, matched) = combined(
-                std::mem::take(&mut scratch.score[index]),
-                std::mem::take(&mut scratch.optional[index]),
-            );
-            best.push(ScoredDoc {
+            best.push(scored(
+                self.index,
                 doc,
-                exact: self.is_exact(doc),
-                score: {
-                    let [gain, group_matched] = self.group_gain(doc);
-                    let matched = (matched + group_matched).min(query_tokens);
-                    (score + gain) * coordination(matched, query_tokens)
-                },
-                ordinal: self.index.tie_break_ordinals[index],
-            });
+                self.is_exact(doc),
+                self.group_gain(doc),
+                self.plan.query_tokens,
+                scratch,
+            ));
         }
         best.into_sorted()
     }
 }
 
-impl SearchIndex {
-    /// Scores the selectable documents matching `tokens` (see the module docs), plus the `exact`
-    /// documents (sorted), and returns their number and the best `keep` of them, best first.
-    pub(super) fn score_query(
-        &self,
-        tokens: &[QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
-        keep: usize,
-        prune: bool,
-        group_gains: &[[f32; 2]],
-    ) -> (usize, Vec<ScoredDoc>) {
-        let run = |scratch: &mut Scratch| {
-            self.score(tokens, exact, allowed, keep, prune, group_gains, scratch)
-        };
+impl PreparedQuery<'_> {
+    /// Scores the selectable documents matching the query's tokens (see the module docs), plus
+    /// its exact matches, and returns their number and the best `keep` of them, best first (one
+    /// keyword run; [`PreparedQuery::score`] adds the rule for optional tokens).
+    pub(super) fn execute(&self, keep: usize, prune: bool) -> (usize, Vec<ScoredDoc>) {
+        let run = |scratch: &mut Scratch| self.execute_with(keep, prune, scratch);
         SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut scratch) => run(&mut scratch),
             Err(_) => run(&mut Scratch::default()),
         })
     }
 
-    /// [`Self::score_query`] with `scratch`, which must be zeroed and is left zeroed.
-    #[allow(clippy::too_many_arguments)] // the query's parts, passed through from `score_query`
-    fn score(
+    /// [`Self::execute`] with `scratch`, which must be zeroed and is left zeroed.
+    fn execute_with(
         &self,
-        tokens: &[QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
         keep: usize,
         prune: bool,
-        group_gains: &[[f32; 2]],
         scratch: &mut Scratch,
     ) -> (usize, Vec<ScoredDoc>) {
-        scratch.fit(self.docs.len());
+        let index = self.index;
+        let allowed = self.allowed();
+        let group_gains = &self.group_gains;
+        scratch.fit(index.docs.len());
         let selected = |group: usize| allowed.is_none_or(|allowed| allowed[group]);
         let max_group_gain = group_gains
             .iter()
@@ -552,13 +451,13 @@ impl SearchIndex {
             .filter(|&(group, gain)| gain[0] > 0.0 && selected(group))
             .map(|(group, &gain)| (group, gain))
             .collect();
-        let scorer = Scorer::new(self, allowed);
+        let scorer = Scorer::new(index, allowed);
         let mut run = MaxScore {
-            index: self,
-            plan: QueryPlan::new(&scorer, tokens, self.live),
-            scorer,
-            exact,
+            index,
             group_gains,
+            plan: QueryPlan::new(&scorer, &self.tokens, index.live),
+            scorer,
+            exact: &self.exact,
             max_group_gain,
             described,
             max_scanned: [0.0; 2],
@@ -594,28 +493,21 @@ impl SearchIndex {
         scratch.touched = touched;
         (total, best)
     }
-}
 
-impl SearchIndex {
     /// The exact scores of `docs` (sorted, selectable) for `tokens` (decided as the keyword run
-    /// left them, see [`SearchIndex::score_deciding`]), in document order: the same sums in the
-    /// same order as [`Self::score_query`] adds them (content tokens in plan order, then the
+    /// left them, see [`PreparedQuery::score`]), in document order: the same sums in the
+    /// same order as [`Self::execute`] adds them (content tokens in plan order, then the
     /// optional tokens, scanned ones first, for a document a content token or an exact name
     /// finds; then the group gain and the coordination factor), so each equals the score that
     /// ranking gives it, bit for bit (0 for a document the query does not match). Only lookups
     /// in the posting lists: cheap for a few documents.
-    pub(super) fn score_docs(
-        &self,
-        tokens: &[QueryToken<'_>],
-        exact: &[u32],
-        allowed: Option<&[bool]>,
-        docs: &[u32],
-        group_gains: &[[f32; 2]],
-    ) -> Vec<ScoredDoc> {
+    pub(super) fn score_docs(&self, docs: &[u32]) -> Vec<ScoredDoc> {
+        let index = self.index;
+        let exact = &self.exact;
         let run = |scratch: &mut Scratch| {
-            scratch.fit(self.docs.len());
-            let scorer = Scorer::new(self, allowed);
-            let plan = QueryPlan::new(&scorer, tokens, self.live);
+            scratch.fit(index.docs.len());
+            let scorer = Scorer::new(index, self.allowed());
+            let plan = QueryPlan::new(&scorer, &self.tokens, index.live);
             for planned in &plan.content {
                 scorer.look_up(planned, true, docs, scratch);
             }
@@ -628,25 +520,10 @@ impl SearchIndex {
             for planned in plan.scanned.iter().chain(&plan.looked_up) {
                 scorer.look_up(planned, false, &found, scratch);
             }
-            let query_tokens = plan.query_tokens;
             docs.iter()
                 .map(|&doc| {
-                    let index = doc as usize;
-                    let (score, matched) = combined(
-                        std::mem::take(&mut scratch.score[index]),
-                        std::mem::take(&mut scratch.optional[index]),
-                    );
-                    let [gain, group_matched] = group_gains
-                        .get(self.doc_group[index] as usize)
-                        .copied()
-                        .unwrap_or([0.0; 2]);
-                    let matched = (matched + group_matched).min(query_tokens);
-                    ScoredDoc {
-                        doc,
-                        exact: is_exact(doc),
-                        score: (score + gain) * coordination(matched, query_tokens),
-                        ordinal: self.tie_break_ordinals[index],
-                    }
+                    let group = group_gain(&self.group_gains, &index.doc_group, doc);
+                    scored(index, doc, is_exact(doc), group, plan.query_tokens, scratch)
                 })
                 .collect()
         };
@@ -657,109 +534,41 @@ impl SearchIndex {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::tests::{record, skewed_index, xorshift};
-    use super::super::{Record, SearchIndex};
+/// The group gain (`[gain, matched]`) of `doc`'s group among `group_gains` (by group id; empty: no
+/// group description matches; see `group_text`).
+#[inline]
+fn group_gain(group_gains: &[[f32; 2]], doc_group: &[u32], doc: u32) -> [f32; 2] {
+    if group_gains.is_empty() {
+        return [0.0; 2];
+    }
+    group_gains
+        .get(doc_group[doc as usize] as usize)
+        .copied()
+        .unwrap_or([0.0; 2])
+}
 
-    #[test]
-    fn pruning_never_changes_the_window() {
-        // Skewed random corpora (a few very common words, stem variants, function words, several
-        // groups, dead documents): every window of every query must equal the unpruned ranking.
-        let words = [
-            "get",
-            "list",
-            "lists",
-            "listing",
-            "data",
-            "user",
-            "users",
-            "file",
-            "files",
-            "search",
-            "restaurant",
-            "restaurants",
-            "weather",
-            "city",
-            "report",
-            "reports",
-            "create",
-            "update",
-            "delete",
-            "order",
-            "the",
-            "for",
-            "of",
-            "a",
-            "to",
-            "with",
-            "stock",
-            "price",
-            "prices",
-            "flight",
-            "hotel",
-            "calendar",
-            "event",
-            "events",
-            "email",
-            "message",
-            "account",
-        ];
-        let mut next = xorshift(0x2545_f491_4f6c_dd1d_u64);
-        // Word `i` drawn with probability about proportional to 1 / (i + 1).
-        let word = |next: &mut dyn FnMut(usize) -> usize| words[skewed_index(next, words.len())];
-        let (mut cuts, mut thresholds, mut drops) = (0, 0, 0);
-        for round in 0..4 {
-            let mut index = SearchIndex::new();
-            let docs = 600 + round * 700;
-            let records: Vec<Record> = (0..docs)
-                .map(|doc| {
-                    let name: Vec<&str> = (0..=next(3)).map(|_| word(&mut next)).collect();
-                    let description: Vec<&str> =
-                        (0..2 + next(10)).map(|_| word(&mut next)).collect();
-                    let mut record = record(
-                        &format!("g{}", next(4)),
-                        &format!("{}_{doc}", name.join("_")),
-                        &description.join(" "),
-                    );
-                    record.parameter_text.names = vec![word(&mut next).to_owned()];
-                    record
-                })
-                .collect();
-            let keys: Vec<String> = records.iter().map(|r| r.key.clone()).collect();
-            index.upsert(records);
-            index.remove(keys.iter().step_by(9 + round));
-            if round >= 2 {
-                // Group descriptions (a field of every member): g3 has none.
-                for group in ["g0", "g1", "g2"] {
-                    let text: Vec<&str> = (0..=next(6)).map(|_| word(&mut next)).collect();
-                    index.set_group_description(group, &text.join(" "));
-                }
-            }
-            for query_number in 0..150 {
-                let length = 1 + next(8);
-                let mut query: Vec<&str> = (0..length).map(|_| word(&mut next)).collect();
-                if query_number % 5 == 0 {
-                    query.push(&keys[next(keys.len())]); // sometimes an exact name too
-                }
-                let query = query.join(" ");
-                let groups: Option<Vec<&str>> = (query_number % 3 == 0).then(|| vec!["g1", "g2"]);
-                for (offset, limit) in [(0, 1), (0, 5), (0, 10), (3, 4), (10, 10), (2, usize::MAX)]
-                {
-                    let pruned =
-                        index.search_pruned(&query, groups.as_deref(), offset, limit, true);
-                    let full = index.search_pruned(&query, groups.as_deref(), offset, limit, false);
-                    assert_eq!(
-                        pruned, full,
-                        "query {query:?}, groups {groups:?}, window {offset}+{limit}"
-                    );
-                }
-            }
-            [cuts, thresholds, drops] = super::PRUNED.with(std::cell::Cell::get);
-        }
-        assert!(
-            cuts > 50 && thresholds > 200 && drops > 20,
-            "pruning rarely ran: {cuts} cuts, {thresholds} thresholds, {drops} drops"
-        );
+/// `doc` with its final score ([`document_score`]) from its accumulators, which are taken (left
+/// zeroed), and its group's gain `group`: what the collector ranks and the hybrid's look-ups return.
+#[inline]
+fn scored(
+    index: &SearchIndex,
+    doc: u32,
+    exact: bool,
+    group: [f32; 2],
+    query_tokens: f32,
+    scratch: &mut Scratch,
+) -> ScoredDoc {
+    let at = doc as usize;
+    let content = std::mem::take(&mut scratch.score[at]);
+    let optional = std::mem::take(&mut scratch.optional[at]);
+    ScoredDoc {
+        doc,
+        exact,
+        score: document_score(content, optional, group, query_tokens).0,
+        ordinal: index.tie_break_ordinals[at],
     }
 }
+
+#[cfg(test)]
+#[path = "tests/maxscore.rs"]
+mod tests;

@@ -136,11 +136,6 @@ impl<'i> Scorer<'i> {
         self.index.postings[term as usize].as_slice()
     }
 
-    /// Number of live documents in `postings` ([`SearchIndex::live_df`]).
-    pub(super) fn live_df(&self, postings: &[Posting]) -> usize {
-        self.index.live_df(postings)
-    }
-
     /// `token` with its upper bound: a stem class holds at least as many documents as its
     /// largest member, so its `idf` is at most that member's.
     pub(super) fn plan<'q, 'a>(
@@ -154,7 +149,7 @@ impl<'i> Scorer<'i> {
         if let Some(term) = token.term {
             let list = self.postings(term);
             postings += list.len();
-            smallest_df = self.live_df(list);
+            smallest_df = self.index.live_df(list);
             term_idf = self.idf(smallest_df);
         }
         if class_too && token.has_variants() {
@@ -162,7 +157,7 @@ impl<'i> Scorer<'i> {
             for &member in token.class.iter() {
                 let list = self.postings(member);
                 postings += list.len();
-                largest = largest.max(self.live_df(list));
+                largest = largest.max(self.index.live_df(list));
             }
             smallest_df = smallest_df.min(largest);
         }
@@ -369,19 +364,4 @@ impl Scorer<'_> {
 /// Final score from the two accumulators of a document.
 pub(super) fn combined(content: [f32; 2], optional: [f32; 2]) -> (f32, f32) {
     (content[0] + optional[0], content[1] + optional[1])
-}
-
-impl SearchIndex {
-    /// Number of live documents in `postings`: a removed document stays in its lists until the
-    /// index is compacted.
-    pub(super) fn live_df(&self, postings: &[Posting]) -> usize {
-        if self.dead == 0 {
-            postings.len()
-        } else {
-            postings
-                .iter()
-                .filter(|posting| self.alive[posting.doc as usize])
-                .count()
-        }
-    }
 }

@@ -1,4 +1,4 @@
-//! Which SIMD kernels the vector search runs ([`super::vector_scan`], [`super::vector_dots`]),
+//! Which SIMD kernels the vector search runs ([`super::prefilter`], [`super::dots`]),
 //! chosen once per process from what the CPU has. Every kernel computes the same integers as the
 //! portable loop, so the choice changes speed, never a ranking.
 

@@ -1,6 +1,6 @@
 //! The prefilter of the nearest-vector search: an asymmetric distance from the query to each
-//! tool's sign plane ([`super::vector_codes`]), and the pool of the closest slots that
-//! [`super::vectors`] then reranks by their exact cosine.
+//! tool's sign plane ([`super::codes`]), and the pool of the closest slots that
+//! [`super::nearest`] then reranks by their exact cosine.
 //!
 //! The query is quantized to 8 bits, `u_i = round(127 * q_i / max |q|) + 127` in `0..=254`, and a
 //! tool is reduced to the signs `s_i` of its codes. The distance
@@ -16,11 +16,11 @@
 //! The pool ([`pool`]): the selected slots whose distance is at most the distance bucket that
 //! completes `size` slots, in slot order, so at least `size` (all when fewer are selected) and
 //! deterministic for equal inputs. The pool size is chosen on real all-MiniLM-L6-v2 vectors of
-//! the BFCL tools replicated to 100,000 (`bench_hybrid.rs`): see [`super::vectors::PREFILTER_POOL`].
+//! the BFCL tools replicated to 100,000 (`bench_hybrid.rs`): see [`super::PREFILTER_POOL`].
 
+use super::codes::sign_words;
 #[cfg(target_arch = "x86_64")]
 use super::simd::{simd, Simd};
-use super::vector_codes::sign_words;
 
 /// The largest query byte: `u` is in `0..=PEAK` and a padded dimension holds `PEAK` (its sign is
 /// 0, so it adds `PEAK - PEAK = 0`).
@@ -41,7 +41,7 @@ impl ScanQuery {
     /// Quantizes `vector` (finite values; a zero vector gives every tool the same distance).
     pub(super) fn new(vector: &[f32]) -> Self {
         let words = sign_words(vector.len());
-        let (magnify, scale) = super::vectors::scales(vector, 127.0);
+        let (magnify, scale) = super::quantize::scales(vector, 127.0);
         let mut up = vec![PEAK; 64 * words];
         for (u, &x) in up.iter_mut().zip(vector) {
             let scaled = (x * magnify * scale).clamp(-127.0, 127.0);

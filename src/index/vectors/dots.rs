@@ -1,5 +1,5 @@
 //! Exact integer dot products of a query's `i16` codes with stored tool codes, decoded from their
-//! sign plane and packed low bits ([`super::vector_codes`]).
+//! sign plane and packed low bits ([`super::codes`]).
 //!
 //! Three implementations give the same integers: the portable loop (decode each slot's codes,
 //! then an auto-vectorized multiply-add), the same loop compiled with AVX2, and `AVX-512VBMI`,
@@ -8,9 +8,9 @@
 //! by a byte mask) and multiplies them with `vpmaddwd`. Chosen at run time;
 //! `TOOLPROXY_PORTABLE_SIMD=1` forces the portable loop, for tests.
 
+use super::codes::{self, padded};
 #[cfg(target_arch = "x86_64")]
 use super::simd::{simd, Simd};
-use super::vector_codes::{self, padded};
 
 /// The stored codes of every slot at one dimensionality: `words` sign words and `bytes` bytes of
 /// low bits per slot.
@@ -25,7 +25,7 @@ pub(super) struct Planes<'a> {
 impl Planes<'_> {
     #[inline]
     fn decode(&self, slot: usize, out: &mut [i8]) {
-        vector_codes::decode(
+        codes::decode(
             &self.signs[slot * self.words..(slot + 1) * self.words],
             &self.low[slot * self.bytes..(slot + 1) * self.bytes],
             out,

@@ -5,7 +5,7 @@
 //!
 //! * the sign plane: `words(d) = ceil(d / 64)` `u64`s, bit `i % 64` of word `i / 64` is `s_i`
 //!   (`8 * words(d)` bytes, 48 B at 384 dimensions); every sign plane of the index is one
-//!   contiguous array, which the prefilter ([`super::vector_scan`]) reads alone;
+//!   contiguous array, which the prefilter ([`super::prefilter`]) reads alone;
 //! * the low bits: `7 * ceil(d / 8)` bytes (336 B at 384 dimensions), eight 7-bit values per 7
 //!   bytes, little-endian (value `t` of a group at bits `7t..7t + 7`).
 //!
