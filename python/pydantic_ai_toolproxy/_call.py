@@ -1,7 +1,8 @@
 """The call control: resolve `{group, tool, arguments}` against the current step and dispatch through `ToolManager`.
 
-Spec: "Execution, usage, and limitations" (one execution path, native accounting, retries, inline approval
-only, uncertain effects) and "Group a Toolset" (members stay registered under canonical names).
+One execution path: the target runs through Pydantic AI's `ToolManager` under its canonical name, so its
+validation, hooks, retries (charged to the target), usage limits and inline approval stay native; a call whose
+effects are unknown (an interrupted or timed-out target) fails with a message that says so instead of a retry.
 """
 
 from __future__ import annotations
@@ -290,7 +291,7 @@ def _as_envelope_retry(error: ToolRetryError, ctx: RunContext[Any], member: Memb
 
 
 def _uncertain(member: Member, what: str, error: BaseException, fallback: str = '') -> str:
-    """The failure message of a call whose effects are unknown (spec: "Uncertain effects"). `fallback` describes
+    """The failure message of a call whose effects are unknown (an interrupted or timed-out target: it may have run). `fallback` describes
     the error when its own text is empty (a bare `TimeoutError`) or cannot be read (a `__str__` that raises)."""
     try:
         detail = str(error) or fallback

@@ -1,8 +1,7 @@
 """Member registration: a grouped source's tools, renamed to canonical names and withheld from the prompt.
 
-Spec: "Group a Toolset" (canonical names `{group}__{tool}`, metadata and toolset id unchanged) and
-"Instructions and dynamic parameters" (source toolset instructions are returned with discovered
-tools instead of filling every request).
+Members keep their metadata and toolset id under canonical names `{group}__{tool}`; a source toolset's
+instructions are returned with the tools a search discovers instead of filling every request.
 """
 
 from __future__ import annotations
@@ -72,7 +71,7 @@ class Unsupported:
 
 
 def unsupported_member(tool_def: ToolDefinition) -> Unsupported | None:
-    """Why a prepared tool cannot be a proxy target, or None when it can (spec: "Execution, usage, and limitations").
+    """Why a prepared tool cannot be a proxy target, or None when it can (the proxy runs local tools only).
 
     Supported: local function tools, including locally executed MCP tools and inline approval-gated tools.
     Not supported: deferred-loading tools, provider-native tools and native fallbacks, external/client tools,

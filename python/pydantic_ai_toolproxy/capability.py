@@ -1,4 +1,5 @@
-"""`ToolProxyCapability`: group tool collections behind two control tools (spec: "Group a Toolset")."""
+"""`ToolProxyCapability`: group tool collections behind two control tools (search and call); every grouped tool stays
+registered in the `ToolManager` under its canonical name `{group}__{tool}` and is hidden from the model."""
 
 from __future__ import annotations
 
