@@ -24,8 +24,8 @@ from pydantic_ai.embeddings import TestEmbeddingModel
 from pydantic_ai_toolproxy import _core
 from pydantic_ai_toolproxy._directory import index_record
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
-from pydantic_ai_toolproxy._vectors import ToolVectors
 from pydantic_ai_toolproxy.config import ToolProxyConfig
+from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 
 
 def main() -> None:

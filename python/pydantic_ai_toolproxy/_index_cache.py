@@ -31,7 +31,7 @@ _SAMPLE = 64
 
 
 class IndexFollower(Protocol):
-    """State that follows the records of every index (hybrid search's `_vectors.ToolVectors`), told of each change."""
+    """State that follows the records of every index (hybrid search's `hybrid.vectors.ToolVectors`), told of each change."""
 
     def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
         """`index` just upserted `upserts` and removed the records `removed` (canonical names)."""

@@ -30,10 +30,10 @@ from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset
 from ._unknown import shorten_unknown_tool_retries
-from ._vectors import ToolVectors
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
+from .hybrid.vectors import ToolVectors
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore
 
 __all__ = ('ToolProxyCapability',)

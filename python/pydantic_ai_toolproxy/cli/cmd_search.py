@@ -12,8 +12,8 @@ from dataclasses import asdict
 from typing import Any
 
 from .._search import entry_size
-from .._vectors import embed_surface
 from ..capability import ToolProxyCapability
+from ._embed import embed_surface
 from ._hybrid import quiet_vectors
 from ._probe import probe
 from ._progress import Progress
