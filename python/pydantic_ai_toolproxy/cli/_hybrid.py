@@ -58,7 +58,7 @@ async def cached_coverage(
     vector in this process or the cache: what a search would not have to embed; a damaged stored vector counts as
     none). Never calls the embedder."""
     texts = surface_texts(capability, tools)
-    store = vectors.store()
+    store = vectors.stores.store()
     key = vectors.embedder.store_key
     known = {fp for fp in texts if fp in vectors.memory}
     missing = [fp for fp in texts if fp not in known]

@@ -68,7 +68,7 @@ async def run_embed(surface: Surface, out: Output, progress: Progress) -> int:
         counts = await embed_surface(capability, run.snapshot.tools, progress=bar.update)
         bar.done(f'{plural(counts.tools, "tool text")}: {num(counts.embedded)} embedded, {num(counts.cached)} cached')
     key = vectors.embedder.store_key
-    cache = cache_info(vectors.store(), key)
+    cache = cache_info(vectors.stores.store(), key)
     doc: dict[str, Any] = {
         'embedder': identity,
         'store_key': key,
@@ -83,7 +83,7 @@ async def run_embed(surface: Surface, out: Output, progress: Progress) -> int:
         'usage': usage_fields(counts.usage),
         'error': counts.error,
     }
-    unnamed = vectors.store() is None and vectors.refused_store
+    unnamed = vectors.stores.store() is None and vectors.stores.refused
     status = 1 if counts.failed or cache.get('fell_back') or unnamed else 0
     if out.as_json:
         out.json(doc)

@@ -81,21 +81,21 @@ async def await_vectors(
     each query is embedded (up to `query_timeout`), and when a query vector shows the store's tool vectors to be of
     another size (their replacements are then embedded) the tools are waited for once more. With `claims` (the
     index searched), the texts that index wants stay pending while this search waits for them, whichever run moves
-    a shared index meanwhile (`ToolVectors.claim`). Returns each query's `(vector, reason)`.
+    a shared index meanwhile (`Fill.claim`). Returns each query's `(vector, reason)`.
     """
     lock = vectors.lock
     with lock:
         if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
             reset()
         sync()
-        claimed = vectors.claim(claims()) if claims is not None else []
+        claimed = vectors.fill.claim(claims()) if claims is not None else []
     await _wait(vectors, claimed, wait, run_id)
     query_vectors = [await vectors.query_vector(query) for query in queries]
     stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
     if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
         if claims is not None:
             with lock:
-                claimed = vectors.claim(claims())
+                claimed = vectors.fill.claim(claims())
         await _wait(vectors, claimed, wait, run_id)
     return query_vectors
 
@@ -107,7 +107,7 @@ async def _wait(vectors: ToolVectors, claimed: list[bytes], wait: float, run_id:
     finally:
         if claimed:
             with vectors.lock:
-                vectors.release(claimed)
+                vectors.fill.release(claimed)
 
 
 def rank(
@@ -125,26 +125,24 @@ def rank(
     """Rank `query` over `index` (synced to the step's tools; call with the lock held): hybrid when `vectors` is
     given, `query_vector` holds a vector and some tool of the index has a vector of its size, else by keywords
     (`Ranking.reason` says why not hybrid). With `report`, a fallback to keywords is logged once per reason
-    (`LogOnce.ranked`). With `exact`, `Ranked.exact` counts the leading keys that are the query's exact tool names.
+    (`LogOnce.ranked`). With `exact`, `Ranked.exact` counts the leading keys that are the query's exact tool names
+    (`SearchIndex.search_exact`). One call into the core either way.
 
     Raises:
         RuntimeError: the core panicked.
     """
     ranking = KEYWORD if vectors is None else _decide(index, vectors, query_vector)
-    if ranking.kind == 'hybrid':
-        assert vectors is not None and query_vector is not None
-        total, keys = index.search_hybrid(query, query_vector[0], groups, offset, limit, vectors.weight)
+    vector = query_vector[0] if ranking.kind == 'hybrid' and query_vector is not None else None
+    weight = vectors.weight if vectors is not None else 0.0
+    named = 0
+    if exact:  # one call: the core counts the exact names among the keys
+        total, keys, named = index.search_exact(query, vector, groups, offset, limit, weight)
+    elif vector is not None:
+        total, keys = index.search_hybrid(query, vector, groups, offset, limit, weight)
     else:
         total, keys = index.search(query, groups, offset, limit)
     if report and vectors is not None:
         vectors.log.ranked(ranking.reason, ranking.tools_with_vectors, ranking.tools)
-    named = 0
-    if exact and total:
-        for key in keys:  # exact names come first: one `explain` per exact name, and one for the first other key
-            explained = index.explain(query, groups, key)
-            if explained is None or not explained[0]:
-                break
-            named += 1
     return Ranked(total, keys, ranking, named)
 
 

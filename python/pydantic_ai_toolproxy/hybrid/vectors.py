@@ -69,6 +69,48 @@ class _IndexState:
         elif key not in waiter:
             waiter.append(key)
 
+    def follow_fresh(
+        self, upserts: Sequence[IndexRecord], texts: list[str], fingerprints: list[bytes], memory: Mapping[bytes, bytes]
+    ) -> tuple[list[str], list[bytes], list[bytes], list[str]] | None:
+        """`ToolVectors.follow` of an index followed for the first time (a restart, a new tenant's index), in a few
+        passes at C speed: `(keys known in memory, their vectors, fingerprints now waited for, their texts)`. None
+        (nothing done) when two records share a key or a text, which the loop of `follow` handles."""
+        keys = [record[0] for record in upserts]
+        wanted, waiting = self.wanted, self.waiting
+        wanted.update(zip(keys, fingerprints, strict=True))
+        if len(wanted) != len(keys):  # a key twice (both were empty before)
+            wanted.clear()
+            return None
+        known: list[str] = []
+        vectors: list[bytes] = []
+        if memory:
+            hit = [fingerprint in memory for fingerprint in fingerprints]
+            if any(hit):
+                known = [key for key, h in zip(keys, hit, strict=True) if h]
+                vectors = [memory[fp] for fp, h in zip(fingerprints, hit, strict=True) if h]
+                keys = [key for key, h in zip(keys, hit, strict=True) if not h]
+                texts = [text for text, h in zip(texts, hit, strict=True) if not h]
+                fingerprints = [fp for fp, h in zip(fingerprints, hit, strict=True) if not h]
+        waiting.update(zip(fingerprints, keys, strict=True))
+        if len(waiting) != len(fingerprints):  # two keys share a text
+            wanted.clear()
+            waiting.clear()
+            return None
+        return known, vectors, fingerprints, texts
+
+    def still_wants(self, fingerprint: bytes) -> bool:
+        """Whether a key of this index still waits for `fingerprint` (a waiting entry whose key wants another text
+        now is dropped)."""
+        waiter = self.waiting.get(fingerprint)
+        if waiter is None:
+            return False
+        keys = [k for k in ([waiter] if isinstance(waiter, str) else waiter) if self.wanted.get(k) == fingerprint]
+        if not keys:
+            del self.waiting[fingerprint]
+            return False
+        self.waiting[fingerprint] = keys[0] if len(keys) == 1 else keys
+        return True
+
 
 def _fingerprints(
     upserts: Sequence[IndexRecord], tails: dict[str, str], descriptions: Mapping[str, str]
@@ -253,33 +295,14 @@ class ToolVectors:
     def _follow_fresh(
         self, state: _IndexState, upserts: Sequence[IndexRecord], texts: list[str], fingerprints: list[bytes]
     ) -> bool:
-        """`follow` of an index followed for the first time (a restart, a new tenant's index), in a few passes at C
-        speed: what the loop of `follow` does when no key is wanted yet. False (nothing done) when two records
-        share a key or a text, which the loop handles."""
-        keys = [record[0] for record in upserts]
-        wanted, waiting = state.wanted, state.waiting
-        wanted.update(zip(keys, fingerprints, strict=True))
-        if len(wanted) != len(keys):  # a key twice (both were empty before)
-            wanted.clear()
+        """`follow` of an index followed for the first time (`_IndexState.follow_fresh`); False (nothing done) when
+        two records share a key or a text."""
+        fresh = state.follow_fresh(upserts, texts, fingerprints, self.memory)
+        if fresh is None:
             return False
-        memory = self.memory
-        known: list[str] = []
-        vectors: list[bytes] = []
-        if memory:
-            hit = [fingerprint in memory for fingerprint in fingerprints]
-            if any(hit):
-                known = [key for key, h in zip(keys, hit, strict=True) if h]
-                vectors = [memory[fp] for fp, h in zip(fingerprints, hit, strict=True) if h]
-                keys = [key for key, h in zip(keys, hit, strict=True) if not h]
-                texts = [text for text, h in zip(texts, hit, strict=True) if not h]
-                fingerprints = [fp for fp, h in zip(fingerprints, hit, strict=True) if not h]
-        waiting.update(zip(fingerprints, keys, strict=True))
-        if len(waiting) != len(fingerprints):  # two keys share a text
-            wanted.clear()
-            waiting.clear()
-            return False
-        self._pending.update(zip(fingerprints, texts, strict=True))  # a text already pending: the same text
-        if fingerprints:
+        known, vectors, waited, waited_texts = fresh
+        self._pending.update(zip(waited, waited_texts, strict=True))  # a text already pending: the same text
+        if waited:
             self.tools_changed += 1
         if known:
             self._set(state, known, vectors)
@@ -377,18 +400,8 @@ class ToolVectors:
                 kept_claimed = True  # looked at again next time: the claim may be gone by then
                 continue
             wanted = False
-            for state in states:
-                waiter = state.waiting.get(fingerprint)
-                if waiter is None:
-                    continue
-                keys = [
-                    k for k in ([waiter] if isinstance(waiter, str) else waiter) if state.wanted.get(k) == fingerprint
-                ]
-                if not keys:
-                    del state.waiting[fingerprint]
-                    continue
-                wanted = True
-                state.waiting[fingerprint] = keys[0] if len(keys) == 1 else keys
+            for state in states:  # every state looks (each drops its waiting entries that went stale)
+                wanted = state.still_wants(fingerprint) or wanted
             if not wanted:
                 self._pending.pop(fingerprint, None)
         self._stale = kept_claimed
@@ -488,15 +501,6 @@ class ToolVectors:
             return 0, 0
         return len(state.attached), len(state.wanted)
 
-    def store(self) -> EmbeddingStore | None:
-        """The embedding store, opened on first use (`StoreIO.store`)."""
-        return self.stores.store()
-
-    @property
-    def refused_store(self) -> bool:
-        """Whether the configured store is not used because the model has no name of its own."""
-        return self.stores.refused
-
     async def embed_texts(
         self, texts: Mapping[bytes, str], counts: EmbedCounts, progress: Callable[[int], None] | None = None
     ) -> dict[bytes, bytes]:
@@ -506,14 +510,6 @@ class ToolVectors:
     async def wait_for_tools(self, wait: float, run_id: str | None = None) -> None:
         """Start or join the background fill and wait for it up to `wait` seconds (`Fill.wait_for_tools`)."""
         await self.fill.wait_for_tools(wait, run_id)
-
-    def claim(self, index: _core.SearchIndex) -> list[bytes]:
-        """Mark the pending texts `index` wants as waited for (`Fill.claim`). Call with `lock` held."""
-        return self.fill.claim(index)
-
-    def release(self, claimed: list[bytes]) -> None:
-        """Undo `claim(...)`'s marks. Call with `lock` held."""
-        self.fill.release(claimed)
 
     async def query_vector(self, query: str) -> tuple[bytes | None, str | None]:
         """The query's vector, or `(None, reason)` (`QueryVectors.vector`)."""
