@@ -1,6 +1,6 @@
 """Canonical names of grouped tools: `{group}__{tool}`, the one place that builds and splits them.
 
-Spec: "Group a Toolset": every member stays registered in the `ToolManager` under its canonical name. The
+Every member stays registered in the `ToolManager` under its canonical name. The
 spelling alone is ambiguous when a group name ends in `_` or a tool name starts with one (group `ops` + tool
 `_purge` and group `ops_` + tool `purge` both spell `ops___purge`), so a canonical name is split only with the
 group that owns it (`local_name`), never by searching for the separator; the proxy refuses two members that

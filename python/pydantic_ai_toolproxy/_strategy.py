@@ -22,12 +22,13 @@ from . import _core
 from ._index_cache import _same_description, _same_descriptions, _same_schemas
 from .config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
 from .hybrid.ranking import QueryVector, await_vectors, rank
+from .hybrid.store_io import open_store
+from .hybrid.vectors import ToolVectors
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
     from .embedding_store import EmbeddingStore
-    from .hybrid.vectors import ToolVectors
 
 __all__ = ('GROUP', 'ToolProxySearchStrategy', 'search_strategy')
 
@@ -51,8 +52,8 @@ class ToolProxySearchStrategy:
     Build it with `search_strategy()`. One instance holds one `_core.SearchIndex` for as long as it lives (the
     `ToolSearch` capability that holds it, usually the agent's lifetime), so the index is built by the first search
     and kept across calls and runs. Each call brings it to exactly the `tools` it is given, by fingerprint: the
-    lists of names, descriptions and schema objects are compared with the last call's (in C, microseconds at
-    10,000 tools); when they differ, only tools whose description or schema changed are upserted and vanished tools
+    lists of names, descriptions and schema objects are compared with the last call's (in C, without visiting
+    each tool in Python); when they differ, only tools whose description or schema changed are upserted and vanished tools
     are removed. Thread-safe: one lock covers syncing and ranking, so concurrent runs (in threads or tasks) each
     rank exactly the tools of their own call. One strategy per tool collection is fastest: two agents with
     different deferred tools sharing one strategy re-sync at every switch.
@@ -86,9 +87,6 @@ class ToolProxySearchStrategy:
         self._lists: tuple[list[str], list[object], list[object]] = ([], [], [])
         self._vectors: ToolVectors | None = None
         if config is not None and config.embedder is not None:
-            from .hybrid.store_io import open_store
-            from .hybrid.vectors import ToolVectors
-
             self._vectors = ToolVectors(config, {}, self._lock, lambda: open_store(config))
 
     def __repr__(self) -> str:
