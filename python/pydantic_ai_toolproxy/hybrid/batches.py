@@ -13,7 +13,7 @@ from pydantic_ai.usage import RequestUsage
 from .._embedder import EmbedderTimeout, bounded, vector_bytes
 
 if TYPE_CHECKING:
-    from .vectors import ToolVectors
+    from .protocol import VectorHolder
 
 __all__ = ('BATCH_INPUTS', 'BATCH_TOKENS', 'MAX_FAILED_CALLS', 'EmbedCounts', 'TextBatches')
 
@@ -55,7 +55,7 @@ class TextBatches:
     """The tool-text side of one surface's embedder: its token limit (asked once), token counts, and `embed_texts`,
     which hands each batch's vectors to `vectors` (attached, stored) as it arrives."""
 
-    def __init__(self, vectors: ToolVectors) -> None:
+    def __init__(self, vectors: VectorHolder) -> None:
         self.vectors = vectors
         self._max_tokens: int | None = None
         self._asked_limit = False

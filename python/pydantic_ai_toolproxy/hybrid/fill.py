@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, cast
 from .. import _core
 from ..stores.protocol import supports_claims
 from . import batches
-from .batches import EmbedCounts
+from .batches import EmbedCounts, TextBatches
 from .loop import embedding_loop, joined
 
 if TYPE_CHECKING:
     from ..stores.protocol import ClaimingStore
-    from .vectors import ToolVectors
+    from .protocol import VectorHolder
 
 __all__ = ('CLAIM_POLL', 'CLAIM_POLL_MAX', 'CLAIM_SLACK', 'MAX_RUNS_REMEMBERED', 'RETRY_SECONDS', 'Fill')
 
@@ -45,8 +45,10 @@ MAX_RUNS_REMEMBERED = 4096
 class Fill:
     """The background embedding of one surface's pending tool texts, and the searches' claims on them."""
 
-    def __init__(self, vectors: ToolVectors) -> None:
+    def __init__(self, vectors: VectorHolder, texts: TextBatches) -> None:
         self.vectors = vectors
+        self.texts = texts
+        """Embeds the texts no store holds (`TextBatches.embed_texts`)."""
         self.claims: dict[bytes, int] = {}
         """Fingerprint -> how many searches wait for it (`claim`): kept pending even while no index wants it (a
         concurrent run moved the shared index to its own tools), so interleaved tenants cannot starve each other."""
@@ -143,14 +145,14 @@ class Fill:
         stores = vectors.stores
         store = stores.store()
         if store is None or key is None or not supports_claims(store):
-            await vectors.embed_texts(texts, EmbedCounts())
+            await self.texts.embed_texts(texts, EmbedCounts())
             return
         claiming = cast('ClaimingStore', store)
         seconds = 2 * vectors.config.embedding_timeout + CLAIM_SLACK
         left = dict(texts)
         unusable = {fp: left.pop(fp) for fp in present if fp in left}
         if unusable:
-            await vectors.embed_texts(unusable, EmbedCounts())
+            await self.texts.embed_texts(unusable, EmbedCounts())
         pause = CLAIM_POLL
         stalled_since = time.monotonic()
         while left:
@@ -168,7 +170,7 @@ class Fill:
             if mine:
                 todo = {fp: left.pop(fp) for fp in mine if fp in left}
                 try:
-                    await vectors.embed_texts(todo, EmbedCounts())
+                    await self.texts.embed_texts(todo, EmbedCounts())
                 finally:
                     with contextlib.suppress(Exception):
                         await stores.call(claiming.release_many, key, mine)
@@ -188,7 +190,7 @@ class Fill:
                 stalled_since = time.monotonic()
             unusable = {fp: left.pop(fp) for fp in arrived if fp in left}
             if unusable:  # another process stored a vector this embedder cannot use: replace it
-                await vectors.embed_texts(unusable, EmbedCounts())
+                await self.texts.embed_texts(unusable, EmbedCounts())
 
     async def wait_for_tools(self, wait: float, run_id: str | None = None) -> None:
         """Start (or join) embedding the pending texts on the process's embedding loop (`embedding_loop`) and wait

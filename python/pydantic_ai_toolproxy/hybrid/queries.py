@@ -11,7 +11,7 @@ from .._embedder import bounded, vector_bytes
 from .loop import embedding_loop, joined
 
 if TYPE_CHECKING:
-    from .vectors import ToolVectors
+    from .protocol import VectorHolder
 
 __all__ = ('QUERY_CACHE_SIZE', 'QueryVectors')
 
@@ -22,7 +22,7 @@ QUERY_CACHE_SIZE = 256
 class QueryVectors:
     """The query vectors of one surface's embedder, by the store key of the model in the current context."""
 
-    def __init__(self, vectors: ToolVectors) -> None:
+    def __init__(self, vectors: VectorHolder) -> None:
         self.vectors = vectors
         self._queries: OrderedDict[tuple[str, str], bytes] = OrderedDict()
         """(store key of the model, query) -> its vector, the most recent `QUERY_CACHE_SIZE`."""

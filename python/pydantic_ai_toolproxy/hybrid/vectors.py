@@ -156,7 +156,7 @@ class ToolVectors:
         self.log = LogOnce()
         self.stores = StoreIO(config, self.embedder, self.log, open_store, self.expected_dimensions)
         self.batches = TextBatches(self)
-        self.fill = Fill(self)
+        self.fill = Fill(self, self.batches)
         self.queries = QueryVectors(self)
         self.memory: dict[bytes, bytes] = {}
         """Text fingerprint -> little-endian float32 vector, every vector this process has seen."""
