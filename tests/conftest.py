@@ -33,11 +33,9 @@ def _no_embedding_left_running() -> Any:
     import asyncio
     import contextlib
 
-    from pydantic_ai_toolproxy import _vectors
+    from pydantic_ai_toolproxy.hybrid.loop import running_loops
 
-    with _vectors._LOOP_LOCK:
-        loops = [loop for _, loop in _vectors._LOOP if not loop.is_closed()]
-    for loop in loops:
+    for loop in running_loops():
 
         async def cancel_the_rest() -> None:
             pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task() and not t.done()]

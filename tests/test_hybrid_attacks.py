@@ -25,8 +25,11 @@ from pydantic_ai import Agent
 from support import SEARCH, Script, page_of, returns
 from test_hybrid_search import SYNONYMS, UMBRELLA, names, pages, proxy
 
-from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyConfig, _vectors
+from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyConfig
 from pydantic_ai_toolproxy._embedding_text import text_hash
+from pydantic_ai_toolproxy.hybrid import batches
+from pydantic_ai_toolproxy.hybrid.store_io import usable_vectors
+from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 
 
 class GarbageStore(DictStore):
@@ -73,12 +76,12 @@ async def test_unusable_store_vectors_are_embedded_again(value: Any, caplog: pyt
 def test_usable_vectors_keeps_one_dimensionality() -> None:
     one, two = array('f', [1.0, 2.0]).tobytes(), array('f', [1.0, 2.0, 3.0]).tobytes()
     found = {b'a': one, b'b': two, b'c': bytearray(one), b'd': memoryview(two), b'e': one}
-    assert _vectors.usable_vectors(found, [b'a', b'b', b'c', b'd'], None) == ({b'a': one, b'c': one}, 3)
-    assert _vectors.usable_vectors(found, [b'a', b'b', b'd'], 3) == ({b'b': two, b'd': two}, 3)
+    assert usable_vectors(found, [b'a', b'b', b'c', b'd'], None) == ({b'a': one, b'c': one}, 3)
+    assert usable_vectors(found, [b'a', b'b', b'd'], 3) == ({b'b': two, b'd': two}, 3)
     big = array('f', [3e38, -3e38, 1e-45, -0.0]).tobytes()
-    assert _vectors.usable_vectors({b'x': big}, [b'x'], None) == ({b'x': big}, 0)  # large and tiny values are finite
+    assert usable_vectors({b'x': big}, [b'x'], None) == ({b'x': big}, 0)  # large and tiny values are finite
     with pytest.raises(AttributeError):
-        _vectors.usable_vectors([b'x'], [b'x'], None)  # type: ignore[arg-type]
+        usable_vectors([b'x'], [b'x'], None)  # type: ignore[arg-type]
 
 
 @dataclass(eq=False)
@@ -185,17 +188,17 @@ async def test_an_outage_is_not_split_into_many_calls() -> None:
     model = PickyModel(dimensions=256, synonyms=SYNONYMS, refused='')  # every document request fails
     [page] = await pages(proxy(model), {'query': UMBRELLA})
     assert page == (await pages(proxy(), {'query': UMBRELLA}))[0]
-    assert 1 <= model.refusals <= _vectors.MAX_FAILED_CALLS
+    assert 1 <= model.refusals <= batches.MAX_FAILED_CALLS
 
 
 async def test_refused_texts_in_several_batches_leave_every_other_vector(monkeypatch: pytest.MonkeyPatch) -> None:
     """Texts 3, 5 and 6 of 20 are refused (two of them side by side), in batches of 4: the pass embeds the other
     17, each once, and raises the refusal at its end; `embed_surface`-style counts see 17 embedded."""
-    monkeypatch.setattr(_vectors, 'BATCH_INPUTS', 4)
+    monkeypatch.setattr(batches, 'BATCH_INPUTS', 4)
     model = PickyModel(dimensions=16, refused='refuse')
-    vectors = _vectors.ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None), {}, threading.Lock())
+    vectors = ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None), {}, threading.Lock())
     texts = {text_hash(f'text {i}'): f'text {i}' + (' refuse' if i in (3, 5, 6) else '') for i in range(20)}
-    counts = _vectors.EmbedCounts()
+    counts = batches.EmbedCounts()
     with pytest.raises(ValueError, match='too long'):
         await vectors.embed_texts(texts, counts)
     assert counts.embedded == 17 and sorted(model.documents()) == sorted(t for t in texts.values() if 'refuse' not in t)

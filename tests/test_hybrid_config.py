@@ -18,12 +18,15 @@ from pydantic_ai.embeddings import Embedder, TestEmbeddingModel
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _vectors
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._embedder import ResolvedEmbedder, vector_bytes
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
-from pydantic_ai_toolproxy._vectors import ToolVectors, embed_surface, open_store
+from pydantic_ai_toolproxy.cli._embed import embed_surface
 from pydantic_ai_toolproxy.config import DEFAULT_EMBEDDING_CACHE
 from pydantic_ai_toolproxy.embedding_store import SQLiteEmbeddingStore
+from pydantic_ai_toolproxy.hybrid import batches, queries
+from pydantic_ai_toolproxy.hybrid.store_io import open_store
+from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 
 
 @pytest.mark.parametrize(
@@ -153,7 +156,7 @@ async def test_embed_surface_counts_cached_embedded_and_cut() -> None:
 
 
 async def test_embed_surface_batches_within_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_vectors, 'BATCH_INPUTS', 4)
+    monkeypatch.setattr(batches, 'BATCH_INPUTS', 4)
     model = BagOfWordsModel()
     capability = _capability(model, None, _weather_tools(10))
     done: list[tuple[int, int]] = []
@@ -172,7 +175,7 @@ async def test_embed_surface_reports_an_embedder_error() -> None:
 
 
 async def test_query_vectors_are_cached_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_vectors, 'QUERY_CACHE_SIZE', 2)
+    monkeypatch.setattr(queries, 'QUERY_CACHE_SIZE', 2)
     model = BagOfWordsModel()
     vectors = ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None), {}, threading.Lock())
     for q in ('a', 'b', 'a', 'c', 'a'):
@@ -228,13 +231,13 @@ def test_batches_and_cuts_respect_the_limits(lengths: list[int], limit: int | No
     model = BagOfWordsModel(max_tokens=limit)
     vectors = ToolVectors(ToolProxyConfig(embedder=model, embedding_cache=None), {}, threading.Lock())
     texts = {text_hash(f'text {i} ' + 'word ' * n): f'text {i} ' + 'word ' * n for i, n in enumerate(lengths)}
-    counts = _vectors.EmbedCounts()
-    old = _vectors.BATCH_INPUTS
-    _vectors.BATCH_INPUTS = batch
+    counts = batches.EmbedCounts()
+    old = batches.BATCH_INPUTS
+    batches.BATCH_INPUTS = batch
     try:
         out = asyncio.run(vectors.embed_texts(texts, counts))
     finally:
-        _vectors.BATCH_INPUTS = old
+        batches.BATCH_INPUTS = old
     assert set(out) == set(texts) and counts.embedded == len(texts)
     assert all(1 <= len(sent) <= batch for _, sent in model.calls)
     sent = model.documents()

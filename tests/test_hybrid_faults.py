@@ -39,9 +39,9 @@ from pydantic_ai_toolproxy import (
     ToolProxyCapability,
     ToolProxyConfig,
     ToolProxyGroup,
-    _vectors,
 )
 from pydantic_ai_toolproxy._embedder import EmbedderTimeout, ResolvedEmbedder, bounded
+from pydantic_ai_toolproxy.hybrid import fill
 
 LOGGER = 'pydantic_ai_toolproxy'
 
@@ -96,7 +96,7 @@ async def test_a_hung_embedder_call_is_bounded_warned_once_and_retried(
     """The embedder's `call` never returns: each fill gives up after `embedding_timeout` (0.2 s) with one warning
     for the run, searches rank by keywords (the model sees no error), new tools of later steps wait too; once the
     embedder answers again, the retry embeds every tool of the step, the new one included, and ranks by meaning."""
-    monkeypatch.setattr(_vectors, 'RETRY_SECONDS', 0.3)
+    monkeypatch.setattr(fill, 'RETRY_SECONDS', 0.3)
     model = HangingModel(dimensions=256, synonyms=SYNONYMS, hang={call}, max_tokens=4)  # texts past 4 are counted
     state = {'radar': False}
     capability = growing_proxy(model, state, embedding_timeout=0.2, embedding_wait=5.0)
@@ -411,7 +411,7 @@ async def test_embed_surface_replaces_a_partly_stale_cache() -> None:
     the two count as embedded, not cached, and the store holds three 256-dimension rows."""
     from test_hybrid_config import _capability, _prepared, _weather_tools
 
-    from pydantic_ai_toolproxy._vectors import embed_surface
+    from pydantic_ai_toolproxy.cli._embed import embed_surface
 
     store = DictStore()
     first = _capability(BagOfWordsModel(dimensions=128), store, _weather_tools(2))

@@ -31,7 +31,7 @@ from support import SEARCH, Script, page_of, returns
 from test_hybrid_search import SYNONYMS, UMBRELLA, names, pages, proxy
 
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig
-from pydantic_ai_toolproxy._vectors import open_store
+from pydantic_ai_toolproxy.hybrid.store_io import open_store
 
 LOGGER = 'pydantic_ai_toolproxy'
 TOOLS = 7

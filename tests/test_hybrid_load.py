@@ -29,7 +29,8 @@ from support import SEARCH, Script, page_of, returns
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
 from pydantic_ai_toolproxy._directory import index_record
 from pydantic_ai_toolproxy._embedding_text import embedding_text, group_text, text_hash
-from pydantic_ai_toolproxy._vectors import ToolVectors, usable_vectors
+from pydantic_ai_toolproxy.hybrid.store_io import usable_vectors
+from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 
 SPACES = ''.join(chr(c) for c in range(0x110000) if chr(c).isspace())
 """Every character Python's `str.split()` splits at (29 in CPython 3.11 and 3.13, U+001C-U+001F among them)."""

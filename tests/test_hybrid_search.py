@@ -26,8 +26,10 @@ from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from support import SEARCH, Script, page_of, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _search, _vectors
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _search
 from pydantic_ai_toolproxy._search import KEYWORD, Ranking
+from pydantic_ai_toolproxy.hybrid import fill
+from pydantic_ai_toolproxy.hybrid import vectors as vectors_module
 
 UMBRELLA = 'umbrella needed tomorrow'
 SYNONYMS = {'umbrella': 'forecast', 'raincoat': 'forecast', 'letter': 'email', 'post': 'email'}
@@ -156,7 +158,7 @@ def test_embedding_left_pending_by_a_closed_loop_resumes_in_the_next() -> None:
 async def test_tool_embedding_error_is_retried_later(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(_vectors, 'RETRY_SECONDS', 0.0)
+    monkeypatch.setattr(fill, 'RETRY_SECONDS', 0.0)
     model = BagOfWordsModel(dimensions=256, synonyms=SYNONYMS, fail=TimeoutError('provider overloaded'))
     capability = proxy(model)
     with caplog.at_level(logging.WARNING, 'pydantic_ai_toolproxy'):
@@ -369,7 +371,7 @@ async def test_each_search_reports_the_ranking_that_ran(
 async def test_memory_stays_bounded_when_texts_keep_changing(monkeypatch: pytest.MonkeyPatch) -> None:
     """A tool whose description changes at every step is embedded each time (a new text); the process keeps the
     vectors the indexes want, not every text it ever saw."""
-    monkeypatch.setattr(_vectors, 'MEMORY_SLACK', 2)
+    monkeypatch.setattr(vectors_module, 'MEMORY_SLACK', 2)
     step = {'n': 0}
 
     async def prepare(ctx: RunContext[Any], tool_def: ToolDefinition) -> ToolDefinition:

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from pydantic_ai_toolproxy._vectors import usable_vectors
 from pydantic_ai_toolproxy.embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore
+from pydantic_ai_toolproxy.hybrid.store_io import usable_vectors
 from pydantic_ai_toolproxy.stores import ClaimingStore, describe_store, is_shared, supports_claims
 from pydantic_ai_toolproxy.stores.postgres import PostgresEmbeddingStore
 
@@ -317,8 +317,8 @@ def test_a_callers_pool_is_borrowed_never_closed(postgres_db: str) -> None:
 
 def test_config_and_cli_settings_select_postgres(postgres_db: str) -> None:
     from pydantic_ai_toolproxy import ToolProxyConfig
-    from pydantic_ai_toolproxy._vectors import open_store
     from pydantic_ai_toolproxy.cli._embedder import cache_setting
+    from pydantic_ai_toolproxy.hybrid.store_io import open_store
 
     store = open_store(ToolProxyConfig(embedder='openai:text-embedding-3-small', embedding_cache=postgres_db))
     assert isinstance(store, PostgresEmbeddingStore)

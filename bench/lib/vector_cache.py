@@ -168,8 +168,8 @@ def _rss() -> int:
 def restart_child(path: str | Path, tools: int) -> dict[str, float]:
     """One restarted process's load (see the module docstring): the seconds of each part, and RSS growth."""
     from pydantic_ai_toolproxy import _core
-    from pydantic_ai_toolproxy._vectors import ToolVectors
     from pydantic_ai_toolproxy.config import ToolProxyConfig
+    from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 
     records, descriptions = corpus_records(tools)
     index = _core.SearchIndex()

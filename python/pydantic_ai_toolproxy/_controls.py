@@ -1,7 +1,7 @@
 """The two control tools and the schemas advertised for them each step.
 
-Spec: "Instructions and dynamic parameters": the prepared controls include a current group enum, and only
-current group summaries are placed in the control descriptions.
+The prepared controls include a current group enum, and only current group summaries are placed in the control
+descriptions: a group without members this step is neither offered nor described.
 
 One signature per control says everything about its parameters. Pydantic AI registers and validates the control
 from it as for any function tool (`Tool(...)`; validation is lenient on purpose: the control checks bounds itself
@@ -152,12 +152,12 @@ def with_groups(schema: dict[str, Any], parameters: Sequence[str], groups: Seque
 
 
 MAX_DERIVED = 64
-"""Configs whose control schemas are kept (`_DERIVED`); each entry is about 2.4 KB. Past that, the least recently
+"""Configs whose control schemas are kept (`_DERIVED`; an entry's size: docs/reliability.md). Past that, the least recently
 used config is forgotten and derived again when a surface with it is built."""
 
 _DERIVED: dict[tuple[ToolProxyConfig, str], tuple[dict[str, Any], tuple[str, ...]]] = {}
 """`(advertised schema, group parameters)` per config and control, least recently used first: the markers depend on
-the config only, so each config's schemas are derived once (pydantic builds a model for it, about a millisecond), and
+the config only, so each config's schemas are derived once (pydantic builds a model for it), and
 at most `MAX_DERIVED` configs (times two controls) are kept."""
 
 
@@ -243,7 +243,7 @@ class ControlToolset(FunctionToolset[Any]):
 
     @property
     def codeact_policy(self) -> ControlsPolicy:
-        """a13n-harness CodeAct policy of the controls: both are callable from code (spec: "Use with CodeAct")."""
+        """a13n-harness CodeAct policy of the controls: both are callable from code (docs/a13n-harness.md)."""
         return CONTROLS_POLICY
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:

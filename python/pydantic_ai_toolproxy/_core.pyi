@@ -332,6 +332,22 @@ class SearchIndex:
         ``query_vector`` is not bytes-like.
         """
 
+    def search_exact(
+        self,
+        query: str,
+        query_vector: Buffer | None,
+        groups: list[str] | None,
+        offset: int,
+        limit: int,
+        weight: float,
+    ) -> tuple[int, list[str], int]:
+        """Return ``(total, keys, exact)``: what ``search_hybrid`` returns (``search`` exactly when
+        ``query_vector`` is ``None``, whatever ``weight``), and how many of ``keys``, from the first, are
+        exact name matches of ``query`` (``explain``'s ``exact``: they rank first), in one call.
+
+        Raises what ``search_hybrid`` raises.
+        """
+
     def explain_hybrid(
         self,
         query: str,

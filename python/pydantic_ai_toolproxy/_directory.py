@@ -1,7 +1,7 @@
 """The current step's grouped directory, read from `ctx.tool_manager.tools`, and the shared search index.
 
-Spec: "Instructions and dynamic parameters": search returns the current member schema after source
-preparation, so unavailable or superseded tools do not remain callable or findable through an old index.
+Search returns each member's current schema after source preparation, so a tool that became unavailable or was
+superseded is neither callable nor findable through an old directory or index.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class Directory:
         one little-endian 64-bit fingerprint of each schema's content as it is now (`_core.schema_fingerprints`: the
         indexed text of a schema edited in place changes its fingerprint, the dict staying the same object), 0 for a
         schema holding a value of another type than dict, list, tuple, str, int, float, bool and None (or more than
-        `_core.MAX_FINGERPRINT_NODES` nodes), and how many are 0. About 0.1 µs per schema node."""
+        `_core.MAX_FINGERPRINT_NODES` nodes), and how many are 0 (the cost: docs/performance.md, "In-process figures")."""
         if self._fingerprints is None:
             self._fingerprints = _core.schema_fingerprints(self.schemas)
         return self._fingerprints

@@ -1,8 +1,9 @@
 """The search indexes shared by every run of one proxy: `IndexSlot` (one Rust `SearchIndex` and what syncs it) and
 `SearchIndexCache` (a bounded set of slots, one per member set in use).
 
-Spec: "Instructions and dynamic parameters": search returns the current member schema after source preparation, so
-unavailable or superseded tools do not remain callable or findable through an old index. Runs whose sources list
+Search ranks the current step's members as prepared (after sources, `prepare_tools` and capability hooks) and returns
+their current schemas, so a tool that became unavailable or was superseded is never found through an old index (the
+index follows each step). Runs whose sources list
 different members (one catalogue per tenant, from the run's deps) each keep their own index, so interleaved runs do
 not re-index at every search.
 """
@@ -23,15 +24,15 @@ MAX_INDEXES = 8
 """Most indexes one proxy keeps (distinct member sets searched, e.g. tenants); the least recently searched goes."""
 
 MAX_INDEXED_TOOLS = 200_000
-"""Most records all of a proxy's indexes hold together (about 0.7 KB each in the core plus about 0.25 KB of Python
-bookkeeping, so about 190 MB at the bound); past it the least recently searched indexes go, never the one in use."""
+"""Most records all of a proxy's indexes hold together (memory per record: docs/usage.md); past it the least recently
+searched indexes go, never the one in use."""
 
 _SAMPLE = 64
 """Names of a directory looked up in an index to estimate how much of it the index already holds."""
 
 
 class IndexFollower(Protocol):
-    """State that follows the records of every index (hybrid search's `_vectors.ToolVectors`), told of each change."""
+    """State that follows the records of every index (hybrid search's `hybrid.vectors.ToolVectors`), told of each change."""
 
     def follow(self, index: _core.SearchIndex, upserts: Sequence[IndexRecord], removed: Sequence[str]) -> None:
         """`index` just upserted `upserts` and removed the records `removed` (canonical names)."""
@@ -113,10 +114,10 @@ class IndexSlot:
 
         A new step's directory holds new `ToolsetTool`s even when nothing changed, but unchanged members keep their
         names, groups, description strings and schema objects; comparing the directory's lists of those with the last
-        synced ones, all in C, confirms an unchanged directory without visiting members in Python (about 0.5 ms at
-        100,000 tools). A schema edited in place is the same object with other contents, so with `verify` (a search
-        is about to rank) the schemas' fingerprints (`Directory.fingerprints`, once per directory: about 0.2-0.9 µs
-        a schema) are compared with those indexed too. Without it (`keep_up`, every step) only the lists are
+        synced ones, all in C, confirms an unchanged directory without visiting members in Python (its cost:
+        docs/performance.md). A schema edited in place is the same object with other contents, so with `verify` (a
+        search is about to rank) the schemas' fingerprints (`Directory.fingerprints`, once per directory) are
+        compared with those indexed too. Without it (`keep_up`, every step) only the lists are
         compared, and the step's first search verifies. A member-by-member pass finds what changed otherwise.
 
         Raises:
@@ -171,7 +172,7 @@ class IndexSlot:
 
     def matches(self, directory: Directory) -> bool:
         """Whether `directory` lists what was synced last: the same names, groups, descriptions and schema objects (in
-        C, about 0.5 ms at 100,000 tools; schema contents are not compared, see `sync`)."""
+        C; schema contents are not compared, see `sync`)."""
         names_before, descriptions_before, schemas_before, runs_before = self._synced_lists
         return (
             directory.names == names_before
@@ -207,8 +208,8 @@ def _same_description(old: object, new: object) -> bool:
 
 
 def _same_schemas(new: list[object], old: list[object]) -> bool:
-    """`new == old` for lists of schemas: the same objects (the usual case) are confirmed in C at about a nanosecond
-    each. A rebuilt schema equal under `==` but not as JSON (`1` vs `True` in an `enum`), or one edited in place,
+    """`new == old` for lists of schemas: the same objects (the usual case) are confirmed in C by identity, without
+    comparing their contents. A rebuilt schema equal under `==` but not as JSON (`1` vs `True` in an `enum`), or one edited in place,
     passes: the fingerprints that `IndexSlot.sync` compares before a search tell. False when the comparison itself
     fails (a rebuilt circular schema)."""
     try:
@@ -319,7 +320,7 @@ class SearchIndexCache:
 
     def keep_up(self, directory: Directory, run_id: str | None) -> None:
         """Sync the slot `run_id` searched last to a new step's `directory` while the step is prepared, so that the
-        step's searches rank at once (spec: search returns the current member schemas, so the index follows each step).
+        step's searches rank at once (search returns the current member schemas, so the index follows each step).
 
         Only the run that searched a slot last keeps it up: concurrent runs whose tools differ would otherwise re-sync
         indexes at every step of every run, not only when they search. Per-step work, like wrapping and hiding: an

@@ -1,7 +1,9 @@
 """Text the model reads: control descriptions with the current group summaries, and the generated guidance.
 
-Spec: "Instructions and dynamic parameters" (the five points of the guidance) and "Configure names and
-discovery limits" (generated text uses the configured control names).
+Every generated text names the controls by their configured names (`ToolProxyConfig.search_name`, `call_name`)
+and limits (`default_limit`, `max_results`); the guidance has five points: discover before calling, call with the
+returned group, tool and arguments, reuse a known schema, page with `next_offset` and search again when tools
+change, and never blindly repeat a mutation whose outcome is uncertain (docs/usage.md, "How it behaves").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The host adapter the core calls per run: how members and controls are marked, and what CodeAct may call.
 
-Spec: "Use with CodeAct". Pydantic AI alone has no CodeAct runner and no proxy protocol, so a plain run uses
+With CodeAct (docs/a13n-harness.md): Pydantic AI alone has no CodeAct runner and no proxy protocol, so a plain run uses
 `PLAIN`, which changes nothing. In a run whose deps are an a13n-harness `AgentContext`, `interop_for` returns the
 harness adapter (`harness.codeact.HarnessInterop`), which publishes the harness's proxy protocol on the proxy's
 tools. The core (`_members`, `_controls`, `_search`) only ever talks to a `RunInterop`; it never imports

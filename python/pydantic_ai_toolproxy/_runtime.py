@@ -14,8 +14,9 @@ from pydantic_ai.tools import RunContext
 
 from ._directory import Directory, DirectoryCache
 from ._index_cache import SearchIndexCache
-from ._vectors import ToolVectors, open_store
 from .config import ToolProxyConfig
+from .hybrid.store_io import open_store
+from .hybrid.vectors import ToolVectors
 
 __all__ = ('ProxyRuntime',)
 

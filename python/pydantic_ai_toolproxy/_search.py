@@ -1,9 +1,9 @@
-"""The search control: ranked, byte-budgeted pages of complete entries (spec: "Configure names and discovery limits")."""
+"""The search control: ranked, byte-budgeted pages of complete entries (docs/usage.md: the search control's
+arguments and pages; ranking: `hybrid.ranking`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic_ai.messages import tool_return_ta
 from pydantic_ai.tools import RunContext
@@ -15,32 +15,10 @@ from ._index_cache import SearchIndexCache
 from ._interop import interop_for
 from ._messages import FailureReason, ProxyFailed, cut, failed, listing, retry, shown
 from ._runtime import ProxyRuntime
-from ._vectors import ToolVectors
+from .hybrid.ranking import KEYWORD, Ranking, await_vectors, rank
 
 __all__ = ('KEYWORD', 'Ranking', 'entry_for', 'entry_json', 'entry_size', 'search_page')
 
-
-@dataclass(frozen=True)
-class Ranking:
-    """Which ranking one search ran, for telemetry (span attributes) and tests; never shown to the model.
-
-    Attributes:
-        kind: `'hybrid'` (keywords fused with the query's cosine in the core) or `'keyword'`.
-        reason: Why a surface with an embedder ranked by keywords: `'browse'` (empty query), `'query-timeout'`,
-            `'embedder-error'`, `'no-vectors'` (no tool of the index has a vector yet), `'dimensions'` (the
-            query vector's size differs from the tools'); None otherwise.
-        tools_with_vectors: Tools of the index with a vector when it ranked (0 without an embedder).
-        tools: Tools of the index followed by the vectors (0 without an embedder).
-    """
-
-    kind: Literal['keyword', 'hybrid']
-    reason: str | None = None
-    tools_with_vectors: int = 0
-    tools: int = 0
-
-
-KEYWORD = Ranking('keyword')
-"""The ranking of every search of a surface without an embedder."""
 
 MAX_QUERY_BYTES: int = _core.MAX_QUERY_BYTES
 
@@ -179,67 +157,45 @@ def _core_failed(cache: SearchIndexCache, e: RuntimeError) -> ProxyFailed:
     )
 
 
-async def _rank_hybrid(
+async def _rank(
     ctx: RunContext[Any],
     runtime: ProxyRuntime,
-    vectors: ToolVectors,
     directory: Directory,
     query: str,
     groups: list[str] | None,
     offset: int,
     limit: int,
 ) -> tuple[int, list[str], Ranking]:
-    """`(total, keys, ranking)` of a surface with an embedder.
+    """`(total, keys, ranking)` of one search: the index synced to the step's `directory` and ranked under the
+    lock (`hybrid.ranking.rank` decides between keywords and hybrid). With an embedder, the vectors are awaited
+    first, outside the lock (`hybrid.ranking.await_vectors`), and the index synced again before ranking (a
+    concurrent run may have moved it to its own step meanwhile).
 
-    Syncs the index first (so the step's tools without a vector are queued), waits up to `embedding_wait` for
-    them and up to `query_timeout` for the query vector (both outside the lock; when the query vector shows the
-    store's tool vectors to be of another size, those are embedded again and waited for once more), then syncs
-    again (a concurrent
-    run may have moved the index to its own step) and ranks under the lock: `search_hybrid` when the query has a
-    vector and some tool has one, else `search` (the keyword ranking, exactly).
+    Raises:
+        ProxyFailed: the core panicked (the index is dropped, rebuilt at the next search).
     """
     cache = runtime.search_index
-    with cache.lock:
-        if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
-            cache.reset_all()
+    vectors = runtime.vectors
+
+    def sync() -> None:
         try:
             cache.sync(directory, ctx.run_id)
         except RuntimeError as e:
             raise _core_failed(cache, e) from e
-        claimed = vectors.claim(cache.index)
-    try:
-        await vectors.wait_for_tools(runtime.config.embedding_wait, ctx.run_id)
-    finally:
-        with cache.lock:
-            vectors.release(claimed)
-    query_vector, reason = await vectors.query_vector(query)
-    if query_vector is not None and vectors.adopt_query(query_vector):  # the store's vectors had another size
-        with cache.lock:
-            claimed = vectors.claim(cache.index)
-        try:
-            await vectors.wait_for_tools(runtime.config.embedding_wait, ctx.run_id)  # for their replacements
-        finally:
-            with cache.lock:
-                vectors.release(claimed)
+
+    query_vector = None
+    if vectors is not None:
+        wait = runtime.config.embedding_wait
+        [query_vector] = await await_vectors(
+            vectors, sync, cache.reset_all, [query], wait, ctx.run_id, claims=lambda: cache.index
+        )
     with cache.lock:
         try:
             cache.sync(directory, ctx.run_id)
-            with_vectors, tools = vectors.coverage(cache.index)
-            if query_vector is not None:
-                if with_vectors == 0:
-                    reason = 'no-vectors'
-                elif len(query_vector) // 4 != vectors.dimensions:
-                    reason = 'dimensions'
-                    vectors.dimension_mismatch(len(query_vector) // 4)
-            if reason is None and query_vector is not None:
-                total, keys = cache.index.search_hybrid(query, query_vector, groups, offset, limit, vectors.weight)
-                vectors.ranked(None, with_vectors, tools)
-                return total, keys, Ranking('hybrid', None, with_vectors, tools)
-            total, keys = cache.index.search(query, groups, offset, limit)
-            vectors.ranked(reason, with_vectors, tools)
-            return total, keys, Ranking('keyword', reason, with_vectors, tools)
-        except RuntimeError as e:
+            ranked = rank(cache.index, vectors, query, query_vector, groups, offset, limit)
+        except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
             raise _core_failed(cache, e) from e
+    return ranked.total, ranked.keys, ranked.ranking
 
 
 async def search_page(
@@ -285,18 +241,7 @@ async def search_page(
     if offset < 0:
         raise retry(f'`offset` must be 0 or a `next_offset` from an earlier search; got {shown(offset)}.')
     groups = [group] if group is not None else None
-    vectors = runtime.vectors
-    if vectors is None:
-        ranking = KEYWORD
-        cache = runtime.search_index
-        with cache.lock:
-            try:
-                cache.sync(directory, ctx.run_id)
-                total, keys = cache.index.search(query, groups, offset, limit)
-            except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
-                raise _core_failed(cache, e) from e
-    else:
-        total, keys, ranking = await _rank_hybrid(ctx, runtime, vectors, directory, query, groups, offset, limit)
+    total, keys, ranking = await _rank(ctx, runtime, directory, query, groups, offset, limit)
     include = runtime.instructions_enabled(ctx)
     interop = interop_for(ctx)
     instructions: dict[str, list[str]] = {}

@@ -26,7 +26,7 @@ from . import _core
 from ._call import normalize_arguments
 from ._messages import ProxyFailed
 from ._runtime import ProxyRuntime
-from ._search import Ranking
+from .hybrid.ranking import Ranking
 
 __all__ = ('ATTRIBUTES', 'called', 'control_span', 'searched')
 

@@ -5,8 +5,8 @@ provider's client-executed native surface, which keeps the prompt cache) and swa
 the deferred tools with the Rust core's index (BM25F over name, description and parameter text; exact names
 first), kept across calls and runs and updated by each tool's fingerprint, never rebuilt per call. Given an
 embedder, it ranks hybrid (docs/hybrid-search.md): the tools' vectors come from the same pipeline as
-`ToolProxyConfig(embedder=...)`'s (`_vectors.ToolVectors`: batches, the embedding cache, background filling), kept
-with the index.
+`ToolProxyConfig(embedder=...)`'s (`hybrid.vectors.ToolVectors`: batches, the embedding cache, background filling),
+kept with the index, and each query is ranked by the same entry point as the search control's (`hybrid.ranking`).
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from . import _core
 from ._index_cache import _same_description, _same_descriptions, _same_schemas
 from .config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
+from .hybrid.ranking import QueryVector, await_vectors, rank
+from .hybrid.store_io import open_store
+from .hybrid.vectors import ToolVectors
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-    from ._vectors import ToolVectors
     from .embedding_store import EmbeddingStore
 
 __all__ = ('GROUP', 'ToolProxySearchStrategy', 'search_strategy')
@@ -50,8 +52,8 @@ class ToolProxySearchStrategy:
     Build it with `search_strategy()`. One instance holds one `_core.SearchIndex` for as long as it lives (the
     `ToolSearch` capability that holds it, usually the agent's lifetime), so the index is built by the first search
     and kept across calls and runs. Each call brings it to exactly the `tools` it is given, by fingerprint: the
-    lists of names, descriptions and schema objects are compared with the last call's (in C, microseconds at
-    10,000 tools); when they differ, only tools whose description or schema changed are upserted and vanished tools
+    lists of names, descriptions and schema objects are compared with the last call's (in C, without visiting
+    each tool in Python); when they differ, only tools whose description or schema changed are upserted and vanished tools
     are removed. Thread-safe: one lock covers syncing and ranking, so concurrent runs (in threads or tasks) each
     rank exactly the tools of their own call. One strategy per tool collection is fastest: two agents with
     different deferred tools sharing one strategy re-sync at every switch.
@@ -85,8 +87,6 @@ class ToolProxySearchStrategy:
         self._lists: tuple[list[str], list[object], list[object]] = ([], [], [])
         self._vectors: ToolVectors | None = None
         if config is not None and config.embedder is not None:
-            from ._vectors import ToolVectors, open_store
-
             self._vectors = ToolVectors(config, {}, self._lock, lambda: open_store(config))
 
     def __repr__(self) -> str:
@@ -120,19 +120,16 @@ class ToolProxySearchStrategy:
     ) -> list[str]:
         """Sync (which queues the tools without a vector), wait for tool vectors, embed the queries, then rank."""
         assert self.config is not None
-        with self._lock:
-            if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
-                self._reset()
+
+        def sync() -> None:
             try:
                 self._sync(tools)
             except RuntimeError:
                 self._reset()
                 raise
-        await vectors.wait_for_tools(self.config.embedding_wait, ctx.run_id)
-        query_vectors = [await vectors.query_vector(text) for text in texts]
-        stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
-        if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
-            await vectors.wait_for_tools(self.config.embedding_wait, ctx.run_id)
+
+        wait = self.config.embedding_wait
+        query_vectors = await await_vectors(vectors, sync, self._reset, texts, wait, ctx.run_id)
         return self._rank(ctx, texts, tools, query_vectors)
 
     def _rank(
@@ -140,7 +137,7 @@ class ToolProxySearchStrategy:
         ctx: RunContext[Any],
         texts: list[str],
         tools: Sequence[ToolDefinition],
-        query_vectors: list[tuple[bytes | None, str | None]] | None,
+        query_vectors: list[QueryVector] | None,
     ) -> list[str]:
         discovered = getattr(ctx, 'discovered_tool_names', None) or frozenset()
         limit = self.max_results
@@ -152,46 +149,20 @@ class ToolProxySearchStrategy:
             try:
                 self._sync(tools)  # again: a concurrent call may have moved the index while this one awaited
                 for i, text in enumerate(texts):
-                    kind = self._ranking(query_vectors[i] if query_vectors is not None else None)
-                    kinds.append(kind)
-                    if kind[0] == 'hybrid':
-                        assert query_vectors is not None and self._vectors is not None
-                        vector = query_vectors[i][0]
-                        total, keys = self._index.search_hybrid(text, vector, None, 0, fetch, self._vectors.weight)
-                    else:
-                        total, keys = self._index.search(text, None, 0, fetch)
-                    if not total:
+                    query_vector = query_vectors[i] if query_vectors is not None else None
+                    ranked = rank(
+                        self._index, self._vectors, text, query_vector, None, 0, fetch, report=False, exact=True
+                    )
+                    kinds.append((ranked.ranking.kind, ranked.ranking.reason))
+                    if not ranked.total or (not ranked.exact and _is_browse(text)):
                         continue
-                    named = 0
-                    for key in keys:
-                        explained = self._index.explain(text, None, key)
-                        if explained is None or not explained[0]:
-                            break
-                        named += 1
-                    if not named and _is_browse(text):
-                        continue
-                    exact += keys[:named]
-                    rankings.append(keys)
+                    exact += ranked.keys[: ranked.exact]
+                    rankings.append(ranked.keys)
             except RuntimeError:
                 self._reset()
                 raise
         self.rankings = kinds
         return _merged(exact, rankings, discovered, limit)
-
-    def _ranking(self, query_vector: tuple[bytes | None, str | None] | None) -> tuple[str, str | None]:
-        """`('hybrid', None)` when `query_vector` can rank with the tools' vectors, else `('keyword', why)`."""
-        vectors = self._vectors
-        if query_vector is None or vectors is None:
-            return ('keyword', None)
-        vector, reason = query_vector
-        if vector is None:
-            return ('keyword', reason)
-        if vectors.dimensions is None or not self._index.vector_count():
-            return ('keyword', 'no-vectors')
-        if len(vector) // 4 != vectors.dimensions:
-            vectors.dimension_mismatch(len(vector) // 4)
-            return ('keyword', 'dimensions')
-        return ('hybrid', None)
 
     def _reset(self) -> None:
         if self._vectors is not None:

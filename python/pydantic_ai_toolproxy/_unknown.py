@@ -1,8 +1,8 @@
 """Short retries for calls of tool names that do not exist, instead of Pydantic AI's list of every registered tool.
 
 Pydantic AI answers a call of an unknown tool name with `Unknown tool name: 'x'. Available tools: ...`, listing
-every tool in the step's `ToolManager`, the proxy's hidden members included: 71 KB at 1,853 grouped tools and
-310 KB at 10,000, re-sent with every later request, naming tools the model must not call directly. Models often
+every tool in the step's `ToolManager`, the proxy's hidden members included (its size: docs/performance.md), re-sent
+with every later request, naming tools the model must not call directly. Models often
 call the local name of a tool they just found. Before each model request the proxy replaces, in what that request
 sends, every such retry by one that says what to do next:
 

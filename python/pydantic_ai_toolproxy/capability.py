@@ -30,10 +30,10 @@ from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
 from ._surface import ProxySurfaceToolset, refuse_rewrapping
 from ._unknown import shorten_unknown_tool_retries
-from ._vectors import ToolVectors
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, explain_tools
 from .group import ToolProxyGroup
+from .hybrid.vectors import ToolVectors
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore
 
 __all__ = ('ToolProxyCapability',)
@@ -285,7 +285,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
     @property
     def tool_vectors(self) -> ToolVectors | None:
         """Package-internal: the surface's tool and query vectors (hybrid search), None without an embedder; the CLI's
-        `toolproxy embed` fills them through `_vectors.embed_surface`."""
+        `toolproxy embed` fills them through `cli._embed.embed_surface`."""
         return self._runtime.vectors
 
     @property

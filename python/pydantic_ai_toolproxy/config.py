@@ -1,4 +1,5 @@
-"""`ToolProxyConfig`: control names and discovery limits (spec: "Configure names and discovery limits")."""
+"""`ToolProxyConfig`: control names, discovery limits and the hybrid settings, each checked when the config is built
+(docs/usage.md; hybrid settings: docs/hybrid-search.md)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ import os
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
 from . import _core
 
 if TYPE_CHECKING:
-    from pydantic_ai.embeddings import Embedder, EmbeddingModel
-
     from .embedding_store import EmbeddingStore
 
 __all__ = ('DEFAULT_EMBEDDING_CACHE', 'DefaultEmbeddingCache', 'ToolProxyConfig')
@@ -142,8 +143,6 @@ def _check_embedder(value: object) -> None:
     """An embedder, an embedding model, or a `provider:model` name (resolved only when first used)."""
     if value is None:
         return
-    from pydantic_ai.embeddings import Embedder, EmbeddingModel
-
     if isinstance(value, (Embedder, EmbeddingModel)):
         return
     if isinstance(value, str):

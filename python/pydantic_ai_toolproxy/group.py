@@ -1,4 +1,5 @@
-"""`ToolProxyGroup`: one domain of grouped tools (spec: "Group a Toolset")."""
+"""`ToolProxyGroup`: one domain of grouped tools, its members registered under canonical names `{group}__{tool}`
+(docs/usage.md)."""
 
 from __future__ import annotations
 

@@ -40,8 +40,8 @@ from .stores.listings import (
     MemoryListingStore,
     ServerListing,
     SQLiteListingStore,
-    open_listing_store,
 )
+from .stores.opening import open_listing_store
 from .stores.paths import LISTING_CACHE_ENV, default_listing_cache_path
 
 __all__ = (

@@ -1,4 +1,4 @@
-"""`ToolProxyPlan` and `ToolProxySelection`: a host's build-time grouping of existing sources (spec: "Host integration").
+"""`ToolProxyPlan` and `ToolProxySelection`: a host's build-time grouping of existing sources (docs/a13n-harness.md).
 
 A plan names which capabilities of an a13n-harness `AgentDefinition`, and which of its plugins' contributions,
 form each group. It never constructs, activates or installs a source: it only changes where the definition's

@@ -221,6 +221,52 @@ impl PySearchIndex {
         })
     }
 
+    /// `(total, keys, exact)`: `search_hybrid`'s window (`search`'s when `query_vector` is `None`)
+    /// and how many of its keys, from the first, are exact name matches (`explain`'s `exact`), in
+    /// one call and one read of the index (see `_core.pyi`).
+    #[pyo3(signature = (query, query_vector, groups, offset, limit, weight))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn search_exact<'py>(
+        &self,
+        py: Python<'py>,
+        query: &Bound<'py, PyString>,
+        query_vector: Option<&Bound<'py, PyAny>>,
+        groups: Option<Vec<Bound<'py, PyString>>>,
+        offset: &Bound<'py, PyAny>,
+        limit: &Bound<'py, PyAny>,
+        weight: f64,
+    ) -> PyResult<(usize, Bound<'py, PyList>, usize)> {
+        guard(|| {
+            let (offset, limit) = window(offset, limit)?;
+            let query = text(query);
+            let vector = query_vector.map(buffer_bytes).transpose()?;
+            let vector = vector.as_deref();
+            let (total, keys, exact) = self
+                .read_with_groups(py, groups, |index, groups| {
+                    let (total, keys) = match vector {
+                        None => index.search(&query, groups, offset, limit),
+                        Some(_) => {
+                            index.search_hybrid(&query, vector, groups, offset, limit, weight)?
+                        }
+                    };
+                    // Exact name matches rank first: the first key that is none ends them.
+                    let exact = keys
+                        .iter()
+                        .take_while(|key| {
+                            index.explain(&query, groups, key).is_some_and(|e| e.exact)
+                        })
+                        .count();
+                    Ok::<_, crate::Error>((total, keys, exact))
+                })
+                .map_err(value_error)?;
+            Ok((
+                total,
+                PyList::new(py, keys.iter().map(|key| &**key))?,
+                exact,
+            ))
+        })
+    }
+
     /// `(exact, keyword_score, keyword_share, cosine, semantic_share, weight, fused)` for the
     /// live record `key`, or `None` for an unknown key.
     #[pyo3(signature = (query, query_vector, groups, key, weight))]

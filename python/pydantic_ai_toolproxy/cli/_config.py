@@ -1,6 +1,6 @@
 """The CLI's config file (TOML or JSON): the spec's illustrative Host schema plus how to build each source.
 
-Spec: "Host integration". A host document lists `tool_sources` by stable `source_id`, each presented
+The host document (docs/cli.md) lists `tool_sources` by stable `source_id`, each presented
 `direct` or `proxy` (with `group` and `description`), plus optional discovery settings. Resolving a source
 ID is trusted host code; for the CLI that is the `[sources]` table, which says how to construct each ID:
 

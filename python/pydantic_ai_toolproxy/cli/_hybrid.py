@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._vectors import ToolVectors, surface_texts, usable_vectors
 from ..capability import ToolProxyCapability
+from ..hybrid.vectors import ToolVectors
 from ..stores.protocol import EmbeddingStore, describe_store
+from ._embed import surface_texts
 
 __all__ = ('cache_info', 'cached_coverage', 'describe_cache', 'quiet_vectors')
 
@@ -57,15 +58,11 @@ async def cached_coverage(
     vector in this process or the cache: what a search would not have to embed; a damaged stored vector counts as
     none). Never calls the embedder."""
     texts = surface_texts(capability, tools)
-    store = vectors.store()
+    store = vectors.stores.store()
     key = vectors.embedder.store_key
     known = {fp for fp in texts if fp in vectors.memory}
     missing = [fp for fp in texts if fp not in known]
-    if store is not None and missing:
-        try:
-            known.update(usable_vectors(store.get_many(key, missing), missing, vectors.expected_dimensions())[0])
-        except Exception as exc:  # a custom store that raises: report it, as a search would log it
-            vectors._warn('store', f'ToolProxy embedding cache read failed: {exc!r}')  # pyright: ignore[reportPrivateUsage]
+    known.update(vectors.stores.get_now(key, missing))
     return {
         'embedder': vectors.embedder.identity,
         'store_key': key,

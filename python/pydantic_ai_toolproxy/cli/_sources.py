@@ -1,6 +1,6 @@
 """Sources the CLI inspects: `module:attribute` targets and MCP servers, resolved into one proxy surface.
 
-Spec: "Host integration". Each source is presented directly or grouped; several sources of one group are
+As a host builds it (docs/cli.md): each source is presented directly or grouped; several sources of one group are
 combined natively (`CombinedToolset`, or `CombinedCapability` when a capability is among them); the groups
 become one `ToolProxyCapability(groups=...)`, exactly as a host would build it.
 """

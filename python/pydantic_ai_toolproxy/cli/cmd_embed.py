@@ -1,7 +1,7 @@
 """`toolproxy embed`: embed every grouped tool now and fill the embedding cache, so no run pays for it later.
 
 One real agent run over the sources under the `ToolProxyCapability` (background embedding off) gives the step's
-grouped tools; `_vectors.embed_surface` then looks each tool text up in the cache and embeds the rest with the
+grouped tools; `cli._embed.embed_surface` then looks each tool text up in the cache and embeds the rest with the
 configured embedder, in batches within its limits, writing every batch to the cache as it arrives. The same
 texts, hashes and cache key as a real run's, so the next run (or worker process, or `toolproxy search`) finds them.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from .._vectors import embed_surface
+from ._embed import embed_surface
 from ._hybrid import cache_info, describe_cache, quiet_vectors
 from ._probe import probe
 from ._progress import Progress
@@ -68,7 +68,7 @@ async def run_embed(surface: Surface, out: Output, progress: Progress) -> int:
         counts = await embed_surface(capability, run.snapshot.tools, progress=bar.update)
         bar.done(f'{plural(counts.tools, "tool text")}: {num(counts.embedded)} embedded, {num(counts.cached)} cached')
     key = vectors.embedder.store_key
-    cache = cache_info(vectors.store(), key)
+    cache = cache_info(vectors.stores.store(), key)
     doc: dict[str, Any] = {
         'embedder': identity,
         'store_key': key,
@@ -83,7 +83,7 @@ async def run_embed(surface: Surface, out: Output, progress: Progress) -> int:
         'usage': usage_fields(counts.usage),
         'error': counts.error,
     }
-    unnamed = vectors.store() is None and vectors.refused_store
+    unnamed = vectors.stores.store() is None and vectors.stores.refused
     status = 1 if counts.failed or cache.get('fell_back') or unnamed else 0
     if out.as_json:
         out.json(doc)

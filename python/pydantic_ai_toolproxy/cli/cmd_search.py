@@ -2,7 +2,7 @@
 
 A real agent run over the sources under the `ToolProxyCapability`; its scripted model calls the search
 control once with the given arguments, and the command prints the `ToolReturnPart` the model got back:
-`{"tools": [...], "total": N, "next_offset": K | null}` (spec: "Configure names and discovery limits").
+`{"tools": [...], "total": N, "next_offset": K | null}` (docs/usage.md).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import asdict
 from typing import Any
 
 from .._search import entry_size
-from .._vectors import embed_surface
 from ..capability import ToolProxyCapability
+from ._embed import embed_surface
 from ._hybrid import quiet_vectors
 from ._probe import probe
 from ._progress import Progress

@@ -1,6 +1,5 @@
 """a13n-harness interop: apply a `ToolProxyPlan` to a harness agent, group plugin contributions, and the run adapter
-that publishes the harness's proxy protocol in harness runs (spec: "Host integration", "Plugin-contributed
-sources", "Use with CodeAct").
+that publishes the harness's proxy protocol in harness runs (docs/a13n-harness.md).
 
 Public names (docs/a13n-harness.md): `build`, `ToolProxyPluginAdapter`, and `apply_plan` (what
 `ToolProxyPlan.apply` runs). Modules:

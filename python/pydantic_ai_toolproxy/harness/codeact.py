@@ -1,6 +1,6 @@
 """The run adapter of a13n-harness runs: the harness's proxy protocol and CodeAct policies on the proxy's tools.
 
-Spec: "Use with CodeAct". The harness's CodeAct runner builds its directory of host functions from the current
+With CodeAct (docs/a13n-harness.md): the harness's CodeAct runner builds its directory of host functions from the current
 `ToolManager` and understands one proxy protocol, published in the public module `a13n_harness.tools.tool_search`:
 
 - a tool whose metadata carries `PROXY_MEMBERSHIP_KEY: ToolSearchMembership(group, description, tool)` is a

@@ -1,5 +1,5 @@
-"""Apply a `ToolProxyPlan` to an a13n-harness agent through the harness's public API (spec: "Host integration",
-"Plugin-contributed sources").
+"""Apply a `ToolProxyPlan` to an a13n-harness agent through the harness's public API: the definition's own sources
+and its plugins' contributions regrouped, nothing constructed or installed (docs/a13n-harness.md).
 
 The installed a13n-harness (0.21) has no `tool_proxy=` field, so this module gives hosts two entry points:
 

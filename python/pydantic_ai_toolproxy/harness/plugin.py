@@ -1,5 +1,5 @@
-"""`ToolProxyPluginAdapter`: one a13n-harness plugin whose capability contributions join a plan group (spec:
-"Plugin-contributed sources").
+"""`ToolProxyPluginAdapter`: one a13n-harness plugin whose capability contributions join a plan group
+(docs/a13n-harness.md: plugin-contributed sources).
 
 Importing this module imports a13n-harness.
 """

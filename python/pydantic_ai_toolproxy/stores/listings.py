@@ -1,8 +1,8 @@
 """MCP listing stores: where each server's last `tools/list` answer is kept (`ServerListing`).
 
 `ListingStore` is the protocol (`get`, `put`); `MemoryListingStore`, `SQLiteListingStore` (the default file) and
-`PostgresListingStore` (`stores.postgres`, a fleet's shared database) implement it; `open_listing_store` turns a
-setting into one.
+`PostgresListingStore` (`stores.postgres`, a fleet's shared database) implement it; `stores.opening.
+open_listing_store` turns a setting into one.
 """
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .paths import default_listing_cache_path
-
 __all__ = (
     'DEFAULT_MAX_AGE',
     'ListingStore',
     'MemoryListingStore',
     'SQLiteListingStore',
     'ServerListing',
-    'open_listing_store',
 )
 
 DEFAULT_MAX_AGE = 86_400.0
@@ -171,32 +168,3 @@ class SQLiteListingStore:
 
 
 ListingCacheSetting = str | os.PathLike[str] | ListingStore | None
-
-
-def open_listing_store(setting: object, *, field: str = 'listing_cache') -> ListingStore | None:
-    """The store a `listing_cache` setting names: `'default'` (`default_listing_cache_path`), a path (`~` expanded),
-    `'off'` or None (no cache), a `postgresql://` URL (`PostgresListingStore`, needs the `postgres` extra),
-    or a `ListingStore` object as is.
-
-    Raises:
-        TypeError: naming `field`, for a value of another type.
-    """
-    if setting is None:
-        return None
-    if isinstance(setting, str) and setting.strip().lower() == 'off':
-        return None
-    if isinstance(setting, str) and setting == 'default':
-        path = default_listing_cache_path()
-        return None if path is None else SQLiteListingStore(path)
-    if isinstance(setting, str) and setting.startswith(('postgresql://', 'postgres://')):
-        from .postgres import PostgresListingStore
-
-        return PostgresListingStore(setting)
-    if isinstance(setting, (str, os.PathLike)):
-        return SQLiteListingStore(setting)
-    if isinstance(setting, ListingStore):
-        return setting
-    raise TypeError(
-        f"{field} must be a path, 'default', 'off', None or an object with get(key) and put(key, listing), "
-        f'got {type(setting).__name__}'
-    )

@@ -1,4 +1,5 @@
-"""`open_embedding_store`: the store a `ToolProxyConfig.embedding_cache` setting names."""
+"""`open_embedding_store` and `open_listing_store`: the store a `ToolProxyConfig.embedding_cache` or a `listing_cache`
+setting names."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import os
 from typing import TYPE_CHECKING
 
 from ..config import DefaultEmbeddingCache
-from .paths import default_embedding_cache_path
+from .listings import ListingStore, SQLiteListingStore
+from .paths import default_embedding_cache_path, default_listing_cache_path
 from .sqlite import SQLiteEmbeddingStore
 
 if TYPE_CHECKING:
     from .protocol import EmbeddingStore
 
-__all__ = ('POSTGRES_SCHEMES', 'is_postgres_url', 'open_embedding_store')
+__all__ = ('POSTGRES_SCHEMES', 'is_postgres_url', 'open_embedding_store', 'open_listing_store')
 
 POSTGRES_SCHEMES = ('postgresql://', 'postgres://')
 """The URL schemes that name a PostgreSQL database (libpq's connection URIs)."""
@@ -45,3 +47,32 @@ def open_embedding_store(setting: object) -> EmbeddingStore | None:
     if isinstance(setting, (str, os.PathLike)):
         return SQLiteEmbeddingStore(setting)
     return setting  # type: ignore[return-value]
+
+
+def open_listing_store(setting: object, *, field: str = 'listing_cache') -> ListingStore | None:
+    """The store a `listing_cache` setting names: `'default'` (`default_listing_cache_path`), a path (`~` expanded),
+    `'off'` or None (no cache), a `postgresql://` URL (`PostgresListingStore`, needs the `postgres` extra),
+    or a `ListingStore` object as is.
+
+    Raises:
+        TypeError: naming `field`, for a value of another type.
+    """
+    if setting is None:
+        return None
+    if isinstance(setting, str) and setting.strip().lower() == 'off':
+        return None
+    if isinstance(setting, str) and setting == 'default':
+        path = default_listing_cache_path()
+        return None if path is None else SQLiteListingStore(path)
+    if isinstance(setting, str) and setting.startswith(('postgresql://', 'postgres://')):
+        from .postgres import PostgresListingStore
+
+        return PostgresListingStore(setting)
+    if isinstance(setting, (str, os.PathLike)):
+        return SQLiteListingStore(setting)
+    if isinstance(setting, ListingStore):
+        return setting
+    raise TypeError(
+        f"{field} must be a path, 'default', 'off', None or an object with get(key) and put(key, listing), "
+        f'got {type(setting).__name__}'
+    )

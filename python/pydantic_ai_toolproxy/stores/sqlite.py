@@ -30,10 +30,10 @@ APPLICATION_ID = 0x54505843
 """SQLite `application_id` of a cache file ('TPXC'): a SQLite file of another application is not used."""
 PAGE_SIZE = 32_768
 """SQLite page size of a new cache file, in bytes: 21 vectors of 384 dimensions or 5 of 1,536 fill a page (about 94%
-of it, against 75-80% with SQLite's default 4,096), which makes the file about a fifth smaller and loads faster."""
+of it, against 75-80% with SQLite's default 4,096), which makes the file smaller and quicker to load (docs/embedding-cache.md)."""
 SCAN_AT = 2_000
 """From this many hashes on, a lookup that asks for at least half the file's rows reads the table in file order
-(one sequential pass, about 3 times faster at 100,000 vectors than as many index lookups)."""
+(one sequential pass instead of as many index lookups; how much faster: docs/embedding-cache.md)."""
 _CHUNK = 500
 """Hashes looked up per `IN (...)` query (under SQLite's oldest limit of 999 bound parameters)."""
 

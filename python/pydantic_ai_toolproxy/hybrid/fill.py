@@ -1,0 +1,232 @@
+"""Filling the pending tool vectors in the background: on the process's embedding loop (`loop.embedding_loop`),
+from the store, then the embedder; once for every process sharing a store that takes claims; and how long a
+search waits for them (`Fill.wait_for_tools`).
+
+The first search of a run (and the first of a run after its tool set gained texts without a vector) waits for
+missing vectors up to `ToolProxyConfig.embedding_wait` seconds; every search ranks what has no vector yet by
+keywords alone. An embedder error, or an embedder call past `ToolProxyConfig.embedding_timeout`, makes the missing
+tools wait for a retry (`RETRY_SECONDS` later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, cast
+
+from .. import _core
+from ..stores.protocol import supports_claims
+from . import batches
+from .batches import EmbedCounts, TextBatches
+from .loop import embedding_loop, joined
+
+if TYPE_CHECKING:
+    from ..stores.protocol import ClaimingStore
+    from .protocol import VectorHolder
+
+__all__ = ('CLAIM_POLL', 'CLAIM_POLL_MAX', 'CLAIM_SLACK', 'MAX_RUNS_REMEMBERED', 'RETRY_SECONDS', 'Fill')
+
+RETRY_SECONDS = 10.0
+"""After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
+CLAIM_POLL = 0.05
+"""Seconds before a process waiting for texts another process claimed first reads the store again (doubling)."""
+CLAIM_POLL_MAX = 0.25
+"""The longest pause between two reads of the store while waiting for claimed texts."""
+CLAIM_SLACK = 10.0
+"""Seconds a claim lasts beyond two `embedding_timeout`s (one batch's call, and its store write)."""
+MAX_RUNS_REMEMBERED = 4096
+"""Runs whose first search already waited (`Fill.wait_for_tools`), remembered per surface (oldest dropped)."""
+
+
+class Fill:
+    """The background embedding of one surface's pending tool texts, and the searches' claims on them."""
+
+    def __init__(self, vectors: VectorHolder, texts: TextBatches) -> None:
+        self.vectors = vectors
+        self.texts = texts
+        """Embeds the texts no store holds (`TextBatches.embed_texts`)."""
+        self.claims: dict[bytes, int] = {}
+        """Fingerprint -> how many searches wait for it (`claim`): kept pending even while no index wants it (a
+        concurrent run moved the shared index to its own tools), so interleaved tenants cannot starve each other."""
+        self._task: concurrent.futures.Future[None] | None = None
+        """The embedding under way on `embedding_loop` (`wait_for_tools`), started by process `_task_pid`."""
+        self._task_pid = 0
+        self._runs: OrderedDict[str, int] = OrderedDict()
+        """Run id -> `ToolVectors.tools_changed` when that run's first search waited (`wait_for_tools`)."""
+        self._retry_at = 0.0
+
+    def restart(self) -> None:
+        """The model in use changed (`ToolVectors.switch_model`): no claim stands, the next search starts a fill for
+        the new model at once (the other model's fill stores its batch in flight, then stops)."""
+        self.claims.clear()
+        self._retry_at = 0.0
+        self._task = None
+
+    def retry_now(self) -> None:
+        """Let the next search ask the embedder again at once (stale store vectors were dropped)."""
+        self._retry_at = 0.0
+
+    def retry_later(self) -> None:
+        """An embedder error: searches ask the embedder again `RETRY_SECONDS` from now, not before."""
+        self._retry_at = time.monotonic() + RETRY_SECONDS
+
+    def claim(self, index: _core.SearchIndex) -> list[bytes]:
+        """Mark the pending texts `index` wants as waited for by a search and return their fingerprints, for
+        `release` once the search stops waiting. Call with the vectors' lock held."""
+        claimed = self.vectors.missing(index)
+        for fingerprint in claimed:
+            self.claims[fingerprint] = self.claims.get(fingerprint, 0) + 1
+        return claimed
+
+    def release(self, claimed: list[bytes]) -> None:
+        """Undo `claim(...)`'s marks. Call with the vectors' lock held."""
+        for fingerprint in claimed:
+            left = self.claims.get(fingerprint, 0) - 1
+            if left > 0:
+                self.claims[fingerprint] = left
+            else:
+                self.claims.pop(fingerprint, None)
+
+    async def fill(self) -> None:
+        """Get a vector for every pending text: from the store, then the embedder, again for texts that became
+        pending meanwhile (a later step's new tools). Errors (an embedder call past `embedding_timeout` too): logged
+        once, retried `RETRY_SECONDS` later."""
+        vectors = self.vectors
+        done: set[bytes] = set()
+        generation = vectors.generation
+        key = vectors.current_key()
+        try:
+            while True:
+                with vectors.lock:
+                    held = vectors.held_key
+                    if key is not None and held is not None and key != held:
+                        break  # the model in use changed: a search of the other model starts its own embedding
+                    if generation != vectors.generation:  # stale store vectors were dropped: try their texts again
+                        generation = vectors.generation
+                        done.clear()
+                    pending = vectors.take_pending(self.claims)
+                if done:
+                    pending = {fp: t for fp, t in pending.items() if fp not in done}
+                if not pending:
+                    break
+                done.update(pending)  # each text is tried once per fill, so a text the core refuses cannot loop
+                present: set[bytes] = set()
+                found = await vectors.stores.get(list(pending), key, present)
+                if found:
+                    with vectors.lock:
+                        held = vectors.held_key
+                        if key is None or held is None or key == held:
+                            vectors.apply(found)
+                            vectors.note_store(found, pending)
+                missing = {} if len(found) == len(pending) else {fp: t for fp, t in pending.items() if fp not in found}
+                if missing:
+                    await self._embed_claimed(missing, key, present)
+            vectors.log.ok('embed')
+        except Exception as e:
+            self.retry_later()
+            vectors.log.warn(
+                'embed',
+                f'ToolProxy could not embed tool texts with {vectors.embedder.describe()} ({e!r}); tools without a '
+                f'vector rank by keywords alone, retrying in {RETRY_SECONDS:g} s.',
+            )
+
+    async def _embed_claimed(self, texts: dict[bytes, str], key: str | None, present: set[bytes]) -> None:
+        """Embed `texts` (none has a usable vector in the store) once for every process sharing the store: with a
+        store that takes claims (`stores.supports_claims`), claim a batch, embed it, store it, release it; texts
+        another process claimed are read from the store as they arrive (polled, `CLAIM_POLL` doubling up to
+        `CLAIM_POLL_MAX` seconds). A text neither claimable nor stored for longer than a claim lasts (a claimer that
+        hangs) is embedded here, and so is a text whose stored row this embedder cannot use (`present`: it cannot
+        be claimed, its row is replaced). Other stores: embedded here at once."""
+        vectors = self.vectors
+        stores = vectors.stores
+        store = stores.store()
+        if store is None or key is None or not supports_claims(store):
+            await self.texts.embed_texts(texts, EmbedCounts())
+            return
+        claiming = cast('ClaimingStore', store)
+        seconds = 2 * vectors.config.embedding_timeout + CLAIM_SLACK
+        left = dict(texts)
+        unusable = {fp: left.pop(fp) for fp in present if fp in left}
+        if unusable:
+            await self.texts.embed_texts(unusable, EmbedCounts())
+        pause = CLAIM_POLL
+        stalled_since = time.monotonic()
+        while left:
+            with vectors.lock:
+                if vectors.held_key is not None and key != vectors.held_key:
+                    return  # the model in use changed: its own fill embeds for it
+            try:
+                limit = batches.BATCH_INPUTS
+                mine = await stores.call(claiming.claim_many, key, list(left), limit=limit, seconds=seconds)
+            except Exception as e:
+                vectors.log.warn('store', f'ToolProxy embedding cache claims failed, embedding here: {e!r}')
+                mine = list(left)
+            if time.monotonic() - stalled_since > seconds:  # nobody delivers them: embed them here
+                mine = list(left)
+            if mine:
+                todo = {fp: left.pop(fp) for fp in mine if fp in left}
+                try:
+                    await self.texts.embed_texts(todo, EmbedCounts())
+                finally:
+                    with contextlib.suppress(Exception):
+                        await stores.call(claiming.release_many, key, mine)
+                pause, stalled_since = CLAIM_POLL, time.monotonic()
+                continue
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, CLAIM_POLL_MAX)
+            arrived: set[bytes] = set()
+            found = await stores.get(list(left), key, arrived)
+            if found:
+                with vectors.lock:
+                    if vectors.held_key is None or key == vectors.held_key:
+                        vectors.apply(found)
+                        vectors.note_store(found, left)
+                for fingerprint in found:
+                    left.pop(fingerprint, None)
+                stalled_since = time.monotonic()
+            unusable = {fp: left.pop(fp) for fp in arrived if fp in left}
+            if unusable:  # another process stored a vector this embedder cannot use: replace it
+                await self.texts.embed_texts(unusable, EmbedCounts())
+
+    async def wait_for_tools(self, wait: float, run_id: str | None = None) -> None:
+        """Start (or join) embedding the pending texts on the process's embedding loop (`embedding_loop`) and wait
+        for it up to `wait` seconds; it goes on past that, and past the end of this run and its event loop.
+
+        Only a run's first search waits (and its first after the run's tools gained texts without a vector): a
+        later search of run `run_id` starts or joins the embedding without waiting, and ranks what has a vector.
+        Without a `run_id` every call waits. The embedding runs in a copy of this call's context (an
+        `Embedder.override` active here is the model that embeds); one embedding at a time per surface, joined by
+        every search of every thread and loop, so each text is embedded once."""
+        vectors = self.vectors
+        if run_id is not None:
+            with vectors.lock:
+                if self._runs.get(run_id) == vectors.tools_changed:
+                    wait = 0.0
+                else:
+                    self._runs[run_id] = vectors.tools_changed
+                    self._runs.move_to_end(run_id)
+                    while len(self._runs) > MAX_RUNS_REMEMBERED:
+                        self._runs.popitem(last=False)
+        if not vectors.pending or not vectors.background:
+            return
+        deadline = time.monotonic() + wait
+        with vectors.lock:  # one search starts the embedding; the others join it
+            task = self._task
+            if task is not None and (task.done() or self._task_pid != os.getpid()):  # a fork's copy never ends
+                task = self._task = None
+            if task is None:
+                if not vectors.pending or time.monotonic() < self._retry_at:
+                    return
+                # The callback scheduling the task copies this thread's context: the fill sees this search's
+                # context (an Embedder.override, for one).
+                task = self._task = asyncio.run_coroutine_threadsafe(self.fill(), embedding_loop())
+                self._task_pid = os.getpid()
+        left = deadline - time.monotonic()
+        if left <= 0 or task.done():
+            return
+        with contextlib.suppress(Exception):  # past the wait the fill goes on; it logs its own errors
+            await asyncio.wait_for(joined(task), left)

@@ -1,0 +1,68 @@
+"""`VectorHolder`: what the collaborators of `vectors.ToolVectors` (`fill`, `batches`, `queries`) use of it, so
+that they depend on this shape, not on the class that holds them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from pydantic_ai.usage import RequestUsage
+
+    from .. import _core
+    from .._embedder import ResolvedEmbedder
+    from ..config import ToolProxyConfig
+    from .store_io import StoreIO
+    from .warnings import LogOnce
+
+__all__ = ('VectorHolder',)
+
+
+class VectorHolder(Protocol):
+    """The tool vectors of one surface as their collaborators see them (`ToolVectors` is the one implementation)."""
+
+    config: ToolProxyConfig
+    embedder: ResolvedEmbedder
+    lock: Any
+    """The index cache's lock: `apply`, `note_store`, `take_pending`, `missing` and `adopt_dimensions` need it held."""
+    log: LogOnce
+    stores: StoreIO
+    held_key: str | None
+    """The store key of the model whose vectors are held and attached."""
+    generation: int
+    """Bumped when stale store vectors were dropped."""
+    tools_changed: int
+    """Bumped when a followed index gains texts without a vector."""
+    background: bool
+    usage: RequestUsage
+    embedded: int
+    cut: int
+
+    @property
+    def pending(self) -> int:
+        """Texts some index wants a vector for that is not known yet."""
+        ...
+
+    def current_key(self) -> str | None:
+        """The store key of the model that embeds in the current context, None when it cannot be resolved."""
+        ...
+
+    def apply(self, found: Mapping[bytes, bytes], key: str | None = None) -> int:
+        """Keep vectors `found` of the model `key` and attach them where they are wanted."""
+        ...
+
+    def note_store(self, found: Mapping[bytes, bytes], texts: Mapping[bytes, str]) -> None:
+        """`found`, a store's vectors of `texts`, was just applied."""
+        ...
+
+    def adopt_dimensions(self, dimensions: int) -> bool:
+        """The embedder just produced a vector of `dimensions`."""
+        ...
+
+    def take_pending(self, claims: Mapping[bytes, int]) -> dict[bytes, str]:
+        """The pending texts some followed index still wants or a search waits for."""
+        ...
+
+    def missing(self, index: _core.SearchIndex) -> list[bytes]:
+        """The fingerprints of the pending texts `index` wants."""
+        ...
