@@ -329,3 +329,123 @@ def test_config_and_cli_settings_select_postgres(postgres_db: str) -> None:
         PostgresEmbeddingStore(42)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match='retry_after'):
         PostgresEmbeddingStore(postgres_db, retry_after=0)
+
+
+# --- claims under contention (found by a hostile pass) -----------------------------------------------------------
+
+
+def test_postgres_claimers_in_opposite_orders_never_deadlock_nor_share_a_text(postgres_db: str) -> None:
+    import threading
+
+    hashes = [n.to_bytes(16, 'big') for n in range(3000)]
+    for round_ in range(5):
+        model = f'race:m{round_}:1'
+        first, second = PostgresEmbeddingStore(postgres_db), PostgresEmbeddingStore(postgres_db)
+        first.count(), second.count()
+        out: dict[str, list[bytes]] = {}
+        barrier = threading.Barrier(2)
+
+        def claim(
+            name: str, store: Any, order: list[bytes], model: str = model, barrier: Any = barrier, out: Any = out
+        ) -> None:
+            barrier.wait()
+            out[name] = store.claim_many(model, order, limit=3000, seconds=60)
+
+        threads = [
+            threading.Thread(target=claim, args=('a', first, hashes)),
+            threading.Thread(target=claim, args=('b', second, hashes[::-1])),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not set(out['a']) & set(out['b'])
+        assert first.fault is None and second.fault is None
+        first.close(), second.close()
+
+
+def test_postgres_never_claims_a_text_stored_while_the_claim_waited(postgres_db: str) -> None:
+    """Store 1's claim waits on a row another transaction holds; meanwhile store 2 claims A, stores it and releases
+    it: store 1 must not come back with A."""
+    import threading
+
+    import psycopg
+
+    model, a, b = 'snap:m:1', b'A' * 16, b'\x00' * 16  # b sorts first: the claim locks it first, and waits there
+    first, second = PostgresEmbeddingStore(postgres_db), PostgresEmbeddingStore(postgres_db)
+    first.count(), second.count()
+    with psycopg.connect(postgres_db) as other:
+        other.execute("INSERT INTO toolproxy_claims VALUES (%s, %s, 'other', now() + interval '60 s')", (model, b))
+        out: dict[str, list[bytes]] = {}
+        waiting = threading.Thread(
+            target=lambda: out.setdefault('1', first.claim_many(model, [b, a], limit=64, seconds=60))
+        )
+        waiting.start()
+        time.sleep(0.5)
+        got = second.claim_many(model, [a], limit=64, seconds=60)
+        second.put_many(model, {a: bytes(4)})
+        second.release_many(model, got)
+        time.sleep(0.2)
+        other.commit()
+        waiting.join()
+    assert got == [a] and a not in out['1']
+    first.close(), second.close()
+
+
+def test_a_dropped_table_is_made_again(postgres: Any, postgres_db: str) -> None:
+    store = PostgresEmbeddingStore(postgres_db, retry_after=0.2)
+    store.put_many(MODEL, {h(1): v(1)})
+    postgres.psql('DROP TABLE toolproxy_vectors', dbname=postgres_db.rsplit('/', 1)[1].split('?')[0])
+    store.get_many(MODEL, [h(1)])  # the fault: one warning, a pause
+    time.sleep(0.3)
+    store.put_many(MODEL, {h(2): v(2)})
+    assert store.get_many(MODEL, [h(2)]) == {h(2): v(2)} and store.fault is None
+    store.close()
+
+
+@pytest.mark.parametrize(
+    'url',
+    [
+        'postgresql+psycopg://app:S3cr3t@db.internal/agents',
+        'postgresql:/app:S3cr3t@db.internal/agents',
+        'postgresql://app:S3cr3t%zz@db.internal/agents',
+        'postgresql://app:S3cr3t@[db.internal/agents',
+    ],
+)
+def test_urls_libpq_cannot_read_are_refused_without_the_password(url: str, tmp_path: Path, monkeypatch: Any) -> None:
+    from pydantic_ai_toolproxy import ToolProxyConfig
+    from pydantic_ai_toolproxy.stores import open_embedding_store
+    from pydantic_ai_toolproxy.stores.opening import open_listing_store
+
+    monkeypatch.chdir(tmp_path)
+    for attempt in (
+        lambda: ToolProxyConfig(embedding_cache=url),
+        lambda: open_embedding_store(url),
+        lambda: open_listing_store(url),
+    ):
+        with pytest.raises(ValueError) as raised:
+            attempt()
+        assert 'S3cr3t' not in str(raised.value)
+    assert list(tmp_path.iterdir()) == []  # no folder named after the URL
+
+
+def test_passwords_never_show_in_reprs() -> None:
+    from pydantic_ai_toolproxy import ToolProxyConfig
+    from pydantic_ai_toolproxy.stores.postgres import safe_database_name
+
+    for url in (
+        'postgresql://app:S3cr3t@db.internal/agents',
+        'postgresql://db.internal/agents?password=S3cr3t',
+        'postgresql://app:p@S3cr3t@db.internal/agents',
+        'postgresql://app:pa/S3cr3t@db.internal/agents',
+    ):
+        assert 'S3cr3t' not in repr(ToolProxyConfig(embedding_cache=url))
+        assert 'S3cr3t' not in safe_database_name(url)
+        assert 'S3cr3t' not in repr(PostgresEmbeddingStore(url))
+
+
+@pytest.mark.parametrize('field', ['connect_timeout', 'statement_timeout', 'retry_after'])
+@pytest.mark.parametrize('value', [0, -1, float('inf'), float('nan'), 1e12, True, '5'])
+def test_timeouts_out_of_range_fail_naming_the_field(field: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=field):
+        PostgresEmbeddingStore('postgresql://db/agents', **{field: value})

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from . import _core
+from ._urls import is_postgres_url, looks_like_database_url, redacted
 
 if TYPE_CHECKING:
     from .embedding_store import EmbeddingStore
@@ -113,6 +114,14 @@ class ToolProxyConfig:
         _check_number('embedding_timeout', self.embedding_timeout, 0.0, MAX_WAIT_SECONDS, allow_low=False)
         _check_cache(self.embedding_cache)
 
+    def __repr__(self) -> str:
+        """The fields as the dataclass shows them, a database URL's password hidden (`***`)."""
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            shown.append(f'{f.name}={redacted(value)!r}' if isinstance(value, str) else f'{f.name}={value!r}')
+        return f'ToolProxyConfig({", ".join(shown)})'
+
     def __hash__(self) -> int:
         """Hashes by value, with an unhashable field (an `EmbeddingModel` dataclass, a store) by identity."""
         return hash(tuple(_hashable(getattr(self, f.name)) for f in fields(self)))
@@ -170,9 +179,10 @@ def _check_postgres_url(url: str) -> None:
         ) from None
     try:
         conninfo.conninfo_to_dict(url)
-    except Exception as e:
+    except Exception:  # libpq's message may quote the password: not shown
         raise ValueError(
-            f'ToolProxyConfig.embedding_cache is not a valid PostgreSQL URL: {str(e).splitlines()[0]}'
+            'ToolProxyConfig.embedding_cache is not a valid PostgreSQL URL (libpq cannot read it; percent-encode '
+            f'special characters of the user name and password): {redacted(url)}'
         ) from None
 
 
@@ -183,8 +193,14 @@ def _check_cache(value: object) -> None:
     if isinstance(value, str):
         if not value.strip():
             raise ValueError('ToolProxyConfig.embedding_cache must be a non-blank path, an EmbeddingStore or None')
-        if value.strip().lower().startswith(('postgresql://', 'postgres://')):
+        if is_postgres_url(value):
             _check_postgres_url(value)
+        elif looks_like_database_url(value):
+            raise ValueError(
+                f'ToolProxyConfig.embedding_cache looks like a database URL but is not one libpq reads: '
+                f'{redacted(value)}. Write it as postgresql://user:password@host:port/dbname (no +driver), or give '
+                'a file path.'
+            )
         return
     store: Any = value
     if callable(getattr(store, 'get_many', None)) and callable(getattr(store, 'put_many', None)):

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import itertools
 import os
+import random
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, cast
@@ -28,7 +30,15 @@ if TYPE_CHECKING:
     from ..stores.protocol import ClaimingStore
     from .protocol import VectorHolder
 
-__all__ = ('CLAIM_POLL', 'CLAIM_POLL_MAX', 'CLAIM_SLACK', 'MAX_RUNS_REMEMBERED', 'RETRY_SECONDS', 'Fill')
+__all__ = (
+    'CLAIM_POLL',
+    'CLAIM_POLL_MAX',
+    'CLAIM_SLACK',
+    'CLAIM_WINDOW',
+    'MAX_RUNS_REMEMBERED',
+    'RETRY_SECONDS',
+    'Fill',
+)
 
 RETRY_SECONDS = 10.0
 """After an embedder error, missing tool vectors are asked for again this many seconds later (at a search)."""
@@ -36,6 +46,11 @@ CLAIM_POLL = 0.05
 """Seconds before a process waiting for texts another process claimed first reads the store again (doubling)."""
 CLAIM_POLL_MAX = 0.25
 """The longest pause between two reads of the store while waiting for claimed texts."""
+CLAIM_WINDOW = 512
+"""Hashes one `claim_many` call is asked about (`Fill._claim_some`)."""
+POLL_HASHES_PER_SECOND = 100_000
+"""While waiting for claimed texts, the store is read at most this many hashes a second (a long wait over many
+texts reads less often than every `CLAIM_POLL_MAX`)."""
 CLAIM_SLACK = 10.0
 """Seconds a claim lasts beyond two `embedding_timeout`s (one batch's call, and its store write)."""
 MAX_RUNS_REMEMBERED = 4096
@@ -159,14 +174,14 @@ class Fill:
             with vectors.lock:
                 if vectors.held_key is not None and key != vectors.held_key:
                     return  # the model in use changed: its own fill embeds for it
+            limit = batches.BATCH_INPUTS
             try:
-                limit = batches.BATCH_INPUTS
-                mine = await stores.call(claiming.claim_many, key, list(left), limit=limit, seconds=seconds)
+                mine = await self._claim_some(claiming, key, list(left), limit, seconds)
             except Exception as e:
                 vectors.log.warn('store', f'ToolProxy embedding cache claims failed, embedding here: {e!r}')
-                mine = list(left)
-            if time.monotonic() - stalled_since > seconds:  # nobody delivers them: embed them here
-                mine = list(left)
+                mine = list(itertools.islice(left, limit))
+            if not mine and time.monotonic() - stalled_since > seconds:  # nobody delivers them: embed them here
+                mine = list(itertools.islice(left, limit))
             if mine:
                 todo = {fp: left.pop(fp) for fp in mine if fp in left}
                 try:
@@ -177,7 +192,7 @@ class Fill:
                 pause, stalled_since = CLAIM_POLL, time.monotonic()
                 continue
             await asyncio.sleep(pause)
-            pause = min(2 * pause, CLAIM_POLL_MAX)
+            pause = min(2 * pause, max(CLAIM_POLL_MAX, len(left) / POLL_HASHES_PER_SECOND))
             arrived: set[bytes] = set()
             found = await stores.get(list(left), key, arrived)
             if found:
@@ -191,6 +206,23 @@ class Fill:
             unusable = {fp: left.pop(fp) for fp in arrived if fp in left}
             if unusable:  # another process stored a vector this embedder cannot use: replace it
                 await self.texts.embed_texts(unusable, EmbedCounts())
+
+    async def _claim_some(
+        self, claiming: ClaimingStore, key: str, hashes: list[bytes], limit: int, seconds: float
+    ) -> list[bytes]:
+        """Claim up to `limit` of `hashes`, asking the store about `CLAIM_WINDOW` of them at a time (so a claim costs
+        the same at 100,000 new texts as at 640), from a window chosen at random (processes started together start
+        apart), on to the next until one yields claims or every window was asked."""
+        windows = max(1, -(-len(hashes) // CLAIM_WINDOW))
+        first = random.randrange(windows)
+        for step in range(windows):
+            at = (first + step) % windows * CLAIM_WINDOW
+            mine = await self.vectors.stores.call(
+                claiming.claim_many, key, hashes[at : at + CLAIM_WINDOW], limit=limit, seconds=seconds
+            )
+            if mine:
+                return mine
+        return []
 
     async def wait_for_tools(self, wait: float, run_id: str | None = None) -> None:
         """Start (or join) embedding the pending texts on the process's embedding loop (`embedding_loop`) and wait

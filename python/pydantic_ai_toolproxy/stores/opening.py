@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from .._urls import POSTGRES_SCHEMES, is_postgres_url, looks_like_database_url, redacted
 from ..config import DefaultEmbeddingCache
 from .listings import ListingStore, SQLiteListingStore
 from .paths import default_embedding_cache_path, default_listing_cache_path
@@ -16,13 +17,14 @@ if TYPE_CHECKING:
 
 __all__ = ('POSTGRES_SCHEMES', 'is_postgres_url', 'open_embedding_store', 'open_listing_store')
 
-POSTGRES_SCHEMES = ('postgresql://', 'postgres://')
-"""The URL schemes that name a PostgreSQL database (libpq's connection URIs)."""
 
-
-def is_postgres_url(value: object) -> bool:
-    """Whether `value` is a str naming a PostgreSQL database (`postgresql://...` or `postgres://...`)."""
-    return isinstance(value, str) and value.strip().lower().startswith(POSTGRES_SCHEMES)
+def _refuse_url_like(setting: object, field: str) -> None:
+    if looks_like_database_url(setting):
+        assert isinstance(setting, str)
+        raise ValueError(
+            f'{field} looks like a database URL but is not one libpq reads: {redacted(setting)}. Write it as '
+            'postgresql://user:password@host:port/dbname (no +driver), or give a file path.'
+        )
 
 
 def open_embedding_store(setting: object) -> EmbeddingStore | None:
@@ -33,12 +35,14 @@ def open_embedding_store(setting: object) -> EmbeddingStore | None:
 
     Raises:
         ImportError: a PostgreSQL URL without the `postgres` extra installed (psycopg), saying what to install.
+        ValueError: a string shaped like a URL that is not a PostgreSQL one (`postgresql+psycopg://`).
     """
     if isinstance(setting, DefaultEmbeddingCache):
         path = default_embedding_cache_path()
         return None if path is None else SQLiteEmbeddingStore(path)
     if setting is None:
         return None
+    _refuse_url_like(setting, 'embedding_cache')
     if is_postgres_url(setting):
         from .postgres import PostgresEmbeddingStore
 
@@ -56,6 +60,7 @@ def open_listing_store(setting: object, *, field: str = 'listing_cache') -> List
 
     Raises:
         TypeError: naming `field`, for a value of another type.
+        ValueError: naming `field`, a string shaped like a URL that is not a PostgreSQL one (`postgresql+psycopg://`).
     """
     if setting is None:
         return None
@@ -64,7 +69,9 @@ def open_listing_store(setting: object, *, field: str = 'listing_cache') -> List
     if isinstance(setting, str) and setting == 'default':
         path = default_listing_cache_path()
         return None if path is None else SQLiteListingStore(path)
-    if isinstance(setting, str) and setting.startswith(('postgresql://', 'postgres://')):
+    _refuse_url_like(setting, field)
+    if is_postgres_url(setting):
+        assert isinstance(setting, str)
         from .postgres import PostgresListingStore
 
         return PostgresListingStore(setting)

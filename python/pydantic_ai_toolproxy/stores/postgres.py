@@ -33,6 +33,7 @@ import psycopg.errors
 from psycopg import conninfo as pg_conninfo
 from psycopg_pool import ConnectionPool
 
+from .._urls import redacted
 from ._checks import check_claim, check_hashes, check_items, check_model
 from .listings import ServerListing
 from .memory import MemoryEmbeddingStore
@@ -52,6 +53,8 @@ SCAN_AT = 2_000
 pass (no index probe per hash) and drops the rows nobody asked for."""
 WRITE_CHUNK = 10_000
 """Rows per `INSERT ... SELECT FROM unnest(...)` (about 15 MB of 384-dimension vectors)."""
+_KEEPALIVES = {'keepalives': 1, 'keepalives_idle': 10, 'keepalives_interval': 5, 'keepalives_count': 3}
+"""libpq's TCP keepalive settings of the store's own connection: a peer that vanished is noticed in about 25 s."""
 _LOCK_ID = 0x54505843
 """`pg_advisory_xact_lock` key held while the tables are created ('TPXC')."""
 
@@ -73,17 +76,28 @@ _UPSERT = (
     'ON CONFLICT (model, hash) DO UPDATE SET vector = EXCLUDED.vector WHERE t.vector IS DISTINCT FROM EXCLUDED.vector'
 )
 _CLAIM = (
-    'INSERT INTO toolproxy_claims AS c (model, hash, owner, expires) '
-    "SELECT %(model)s, w.h, %(owner)s, now() + %(seconds)s * interval '1 second' "
-    'FROM unnest(%(hashes)b::bytea[]) WITH ORDINALITY AS w(h, n) '
+    'WITH free AS ('
+    'SELECT w.h, w.n FROM unnest(%(hashes)b::bytea[]) WITH ORDINALITY AS w(h, n) '
     'WHERE NOT EXISTS (SELECT 1 FROM toolproxy_vectors v WHERE v.model = %(model)s AND v.hash = w.h) '
     'AND NOT EXISTS (SELECT 1 FROM toolproxy_claims k WHERE k.model = %(model)s AND k.hash = w.h '
     'AND k.expires > now() AND k.owner <> %(owner)s) '
-    'ORDER BY w.n LIMIT %(limit)s '
+    'ORDER BY w.n LIMIT %(limit)s) '
+    'INSERT INTO toolproxy_claims AS c (model, hash, owner, expires) '
+    "SELECT %(model)s, h, %(owner)s, now() + %(seconds)s * interval '1 second' FROM free ORDER BY h "
     'ON CONFLICT (model, hash) DO UPDATE SET owner = EXCLUDED.owner, expires = EXCLUDED.expires '
     'WHERE c.expires <= now() OR c.owner = EXCLUDED.owner '
     'RETURNING hash'
 )
+"""Claim the first `limit` free hashes, rows locked in hash order (as `put_many` writes), so claimers never
+deadlock each other."""
+_UNCLAIM_STORED = (
+    'DELETE FROM toolproxy_claims c WHERE c.model = %(model)s AND c.owner = %(owner)s AND c.hash = ANY(%(hashes)b) '
+    'AND EXISTS (SELECT 1 FROM toolproxy_vectors v WHERE v.model = %(model)s AND v.hash = c.hash) RETURNING c.hash'
+)
+"""Run right after `_CLAIM`, with a snapshot of its own: a text another process stored while this claim waited on
+its row lock (the claim saw the older snapshot) is not kept."""
+_BUSY = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure, psycopg.errors.LockNotAvailable)
+"""Errors of a busy database, not a broken one: the statement is tried again, and never pauses the store."""
 
 
 class _NotUsable(psycopg.Error):
@@ -92,7 +106,8 @@ class _NotUsable(psycopg.Error):
 
 def safe_database_name(url: str) -> str:
     """`postgresql://user@host:port/dbname` for a libpq URL or `key=value` string: never the password (nor any
-    other option). A string libpq cannot parse: `'a PostgreSQL database'`."""
+    other option). A string libpq cannot parse, or one whose parts would show a secret (an unencoded `@` or `/` in
+    a password makes libpq read part of it as the host): `'a PostgreSQL database'`."""
     try:
         parts = pg_conninfo.conninfo_to_dict(url)
     except Exception:
@@ -101,7 +116,17 @@ def safe_database_name(url: str) -> str:
     host = str(parts.get('host') or 'localhost')
     port = parts.get('port')
     name = parts.get('dbname') or ''
-    return f'postgresql://{f"{user}@" if user else ""}{host}{f":{port}" if port else ""}/{name}'
+    shown = f'postgresql://{f"{user}@" if user else ""}{host}{f":{port}" if port else ""}/{name}'
+    secrets = [str(parts.get('password') or '')]
+    authority = url.partition('://')[2]
+    if '@' in authority:
+        secrets.append(authority[: authority.rfind('@')].partition(':')[2])
+    if any(
+        len(s) >= 3 and (s in shown or any(piece in shown for piece in s.split('@') if len(piece) >= 3))
+        for s in secrets
+    ):
+        return 'a PostgreSQL database'
+    return shown
 
 
 class _Database:
@@ -122,23 +147,25 @@ class _Database:
             ('statement_timeout', statement_timeout),
             ('retry_after', retry_after),
         ):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f'{owner} {name} must be a positive number of seconds, got {value!r}')
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.001 <= value <= 86_400:
+                raise ValueError(f'{owner} {name} must be a number of seconds from 0.001 to 86,400, got {value!r}')
         if isinstance(source, ConnectionPool):
             self.pool: ConnectionPool[Any] | None = source
+            self.settings: set[str] = set()
             self.url = ''
             conninfo = source.conninfo
             self.name = safe_database_name(conninfo if isinstance(conninfo, str) else conninfo())
         elif isinstance(source, str) and source.strip():
             try:
                 pg_conninfo.conninfo_to_dict(source)
-            except psycopg.Error as e:
+            except psycopg.Error:  # libpq's message may quote the password: not shown
                 raise ValueError(
-                    f'{owner} needs a postgresql:// URL or a ConnectionPool; this URL is invalid: '
-                    f'{str(e).splitlines()[0] if str(e) else type(e).__name__}'
+                    f'{owner} needs a postgresql:// URL libpq can read (percent-encode special characters of the user '
+                    f'name and password), got {redacted(source)}'
                 ) from None
             self.pool = None
             self.url = source
+            self.settings = set(pg_conninfo.conninfo_to_dict(source))
             self.name = safe_database_name(source)
         else:
             raise ValueError(
@@ -186,7 +213,15 @@ class _Database:
             self._conn, self._pid = None, os.getpid()
             self._ready.clear()
         if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(self.url, connect_timeout=max(1, round(self.connect_timeout)), autocommit=True)
+            # Keepalives and tcp_user_timeout bound a connection that stops answering without closing (a failover
+            # without a reset); libpq ignores them on a unix socket, and settings in the URL win.
+            bound = max(1000, int(self.statement_timeout * 1000))
+            extra: dict[str, Any] = {k: v for k, v in _KEEPALIVES.items() if k not in self.settings}
+            if 'tcp_user_timeout' not in self.settings:
+                extra['tcp_user_timeout'] = bound
+            self._conn = psycopg.connect(
+                self.url, connect_timeout=max(1, round(self.connect_timeout)), autocommit=True, **extra
+            )
         return self._conn
 
     def _drop(self) -> None:
@@ -253,16 +288,31 @@ class _Database:
             self.fault = None
 
     def run(
-        self, body: Callable[[psycopg.Connection[Any]], T], fallback: Callable[[], T], what: str, *, write: bool = False
+        self,
+        body: Callable[[psycopg.Connection[Any]], T],
+        fallback: Callable[[], T],
+        what: str,
+        *,
+        write: bool = False,
+        busy: Callable[[], T] | None = None,
     ) -> T:
         """`body(conn)` in a transaction; on a fault (or during a fault's pause) `fallback()` instead. A write that
-        the database refuses (read-only, no privilege) pauses writes only: reads go on."""
+        the database refuses (read-only, no privilege) pauses writes only: reads go on. A deadlock or serialization
+        failure is tried again twice, then answered by `busy()` (`fallback()` without it), with no pause and no
+        warning. A table dropped meanwhile is looked for (and made) again at the next call."""
         now = time.monotonic()
         if now < self.down_until or (write and now < self.writes_down_until):
             return fallback()
         try:
-            with self.transaction() as conn:
-                result = body(conn)
+            for attempt in range(3):
+                try:
+                    with self.transaction() as conn:
+                        result = body(conn)
+                    break
+                except _BUSY:
+                    if attempt == 2:
+                        return fallback() if busy is None else busy()
+                    time.sleep(0.01 * (attempt + 1))
         except (psycopg.errors.ReadOnlySqlTransaction, psycopg.errors.InsufficientPrivilege) as e:
             if not write:
                 self.failed(e, what)
@@ -280,6 +330,8 @@ class _Database:
             self.write_fault = ' '.join(str(e).split())[:500] or type(e).__name__
             return fallback()
         except Exception as e:  # psycopg.Error, OSError, a pool's timeout: the database cannot be used now
+            if isinstance(e, psycopg.errors.UndefinedTable):
+                self._ready.clear()  # dropped while in use: checked, and made, again
             self.failed(e, what)
             return fallback()
         self.recovered()
@@ -438,13 +490,19 @@ class PostgresEmbeddingStore:
             params = {'model': model, 'owner': self._claimer, 'seconds': float(seconds), 'hashes': unique}
             with conn.cursor(binary=True) as cur:
                 cur.execute(_CLAIM, params | {'limit': limit})
-                return [h for (h,) in cur.fetchall()]
+                claimed = [h for (h,) in cur.fetchall()]
+                if not claimed:
+                    return claimed
+                cur.execute(_UNCLAIM_STORED, {'model': model, 'owner': self._claimer, 'hashes': claimed})
+                stored = {h for (h,) in cur.fetchall()}
+            return [h for h in unique if h in set(claimed) - stored]  # in the order asked
 
         return self._db.run(
             claim,
             lambda: self._memory.claim_many(model, unique, limit=limit, seconds=seconds),
             'claims stay in this process',
             write=True,
+            busy=list,  # other claimers hold the rows: nothing claimed now, the caller looks again
         )
 
     def release_many(self, model: str, hashes: Sequence[bytes]) -> None:
@@ -533,7 +591,12 @@ class PostgresListingStore:
 
         def read(conn: psycopg.Connection[Any]) -> ServerListing | None:
             row = conn.execute('SELECT entry FROM toolproxy_mcp_listings WHERE key = %s', (key,)).fetchone()
-            return None if row is None else ServerListing.from_json(row[0])
+            if row is None:
+                return None
+            try:
+                return ServerListing.from_json(row[0])
+            except Exception:  # an entry that is no listing (written by hand, another version): not cached
+                return None
 
         found = self._db.run(read, lambda: None, 'MCP servers are listed by starting them')
         return found if found is not None else self._memory.get(key)

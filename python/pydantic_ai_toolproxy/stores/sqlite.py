@@ -91,7 +91,7 @@ class SQLiteEmbeddingStore:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0) -> None:
-        raw = os.fspath(path)
+        raw = os.fspath(path) if isinstance(path, str | os.PathLike) else None
         if not isinstance(raw, str) or not raw:
             raise ValueError(f'SQLiteEmbeddingStore path must be a non-empty str or path, got {path!r}')
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
@@ -190,7 +190,8 @@ class SQLiteEmbeddingStore:
 
     def claim_many(self, model: str, hashes: Sequence[bytes], *, limit: int, seconds: float) -> list[bytes]:
         """Claim, for `seconds`, at most `limit` of `hashes` (in order) without a vector under `model` and without a
-        live claim of another owner, in one transaction (`ClaimingStore`). After a fault: claims in memory.
+        live claim of another owner, in one transaction (`ClaimingStore`). A file busy past `timeout`: nothing
+        claimed (the store stays in use); after a fault: claims in memory.
 
         Raises:
             ValueError: a bad `model`, hash, `limit` or `seconds` (file faults never raise).
@@ -204,6 +205,10 @@ class SQLiteEmbeddingStore:
             if self._fallback is None:
                 try:
                     return self._claim(model, list(dict.fromkeys(hashes)), limit, seconds)
+                except sqlite3.OperationalError as error:
+                    if _busy(error):
+                        return []  # other processes hold the file now: nothing claimed, the caller looks again
+                    self._fall_back(error)
                 except (sqlite3.Error, OSError) as error:
                     self._fall_back(error)
             assert self._fallback is not None
@@ -229,6 +234,9 @@ class SQLiteEmbeddingStore:
                         'DELETE FROM claims WHERE model = ? AND hash = ? AND owner = ?',
                         ((model_id, h, self._owner) for h in hashes),
                     )
+            except sqlite3.OperationalError as error:
+                if not _busy(error):  # a busy file: the claims expire by themselves
+                    self._fall_back(error)
             except (sqlite3.Error, OSError) as error:
                 self._fall_back(error)
 
@@ -453,3 +461,9 @@ def _read_transaction(conn: sqlite3.Connection) -> Iterator[None]:
     finally:
         if conn.in_transaction:
             conn.execute('COMMIT')
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """Whether `error` is another process holding the file past the busy timeout (not a broken file)."""
+    text = str(error).lower()
+    return 'locked' in text or 'busy' in text
