@@ -106,6 +106,8 @@ class SQLiteEmbeddingStore:
         self._fault: str | None = None
         self._inherited: list[sqlite3.Connection] = []
         self._owner = f'{os.getpid()}:{uuid.uuid4().hex}'
+        self._busy_claims = MemoryEmbeddingStore()
+        """Claims taken while the file was busy past `timeout` (this process embeds them; the store stays in use)."""
         """This object's name on its claims (`claim_many`): another process's store is another owner."""
 
     shared = True
@@ -190,8 +192,8 @@ class SQLiteEmbeddingStore:
 
     def claim_many(self, model: str, hashes: Sequence[bytes], *, limit: int, seconds: float) -> list[bytes]:
         """Claim, for `seconds`, at most `limit` of `hashes` (in order) without a vector under `model` and without a
-        live claim of another owner, in one transaction (`ClaimingStore`). A file busy past `timeout`: nothing
-        claimed (the store stays in use); after a fault: claims in memory.
+        live claim of another owner, in one transaction (`ClaimingStore`). A file busy past `timeout`: claimed in
+        this process only (the work goes on, the store stays in use); after a fault: claims in memory.
 
         Raises:
             ValueError: a bad `model`, hash, `limit` or `seconds` (file faults never raise).
@@ -206,8 +208,8 @@ class SQLiteEmbeddingStore:
                 try:
                     return self._claim(model, list(dict.fromkeys(hashes)), limit, seconds)
                 except sqlite3.OperationalError as error:
-                    if _busy(error):
-                        return []  # other processes hold the file now: nothing claimed, the caller looks again
+                    if _busy(error):  # other processes hold the file past `timeout`: claim in this process
+                        return self._busy_claims.claim_many(model, hashes, limit=limit, seconds=seconds)
                     self._fall_back(error)
                 except (sqlite3.Error, OSError) as error:
                     self._fall_back(error)
@@ -221,6 +223,7 @@ class SQLiteEmbeddingStore:
         if not hashes:
             return
         with self._lock:
+            self._busy_claims.release_many(model, hashes)
             if self._fallback is not None:
                 self._fallback.release_many(model, hashes)
                 return
