@@ -449,3 +449,19 @@ def test_passwords_never_show_in_reprs() -> None:
 def test_timeouts_out_of_range_fail_naming_the_field(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field):
         PostgresEmbeddingStore('postgresql://db/agents', **{field: value})
+
+
+def test_the_environment_may_name_a_database(monkeypatch: pytest.MonkeyPatch, postgres_db: str) -> None:
+    from pydantic_ai_toolproxy.config import DEFAULT_EMBEDDING_CACHE
+    from pydantic_ai_toolproxy.stores import open_embedding_store
+    from pydantic_ai_toolproxy.stores.opening import open_listing_store
+    from pydantic_ai_toolproxy.stores.postgres import PostgresListingStore
+
+    monkeypatch.setenv('TOOLPROXY_EMBEDDING_CACHE', postgres_db)
+    monkeypatch.setenv('TOOLPROXY_LISTING_CACHE', postgres_db)
+    assert isinstance(open_embedding_store(DEFAULT_EMBEDDING_CACHE), PostgresEmbeddingStore)
+    assert isinstance(open_listing_store('default'), PostgresListingStore)
+    monkeypatch.setenv('TOOLPROXY_LISTING_CACHE', 'postgresql+psycopg://app:S3cr3t@db/agents')
+    with pytest.raises(ValueError, match='TOOLPROXY_LISTING_CACHE') as raised:
+        open_listing_store('default')
+    assert 'S3cr3t' not in str(raised.value)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from .._urls import POSTGRES_SCHEMES, is_postgres_url, looks_like_database_url, redacted
 from ..config import DefaultEmbeddingCache
 from .listings import ListingStore, SQLiteListingStore
-from .paths import default_embedding_cache_path, default_listing_cache_path
+from .paths import CACHE_ENV, LISTING_CACHE_ENV, default_embedding_cache_path, default_listing_cache_path
 from .sqlite import SQLiteEmbeddingStore
 
 if TYPE_CHECKING:
@@ -38,6 +38,9 @@ def open_embedding_store(setting: object) -> EmbeddingStore | None:
         ValueError: a string shaped like a URL that is not a PostgreSQL one (`postgresql+psycopg://`).
     """
     if isinstance(setting, DefaultEmbeddingCache):
+        chosen = os.environ.get(CACHE_ENV, '').strip()
+        if is_postgres_url(chosen) or looks_like_database_url(chosen):  # `$TOOLPROXY_EMBEDDING_CACHE` names a database
+            return open_embedding_store(chosen)
         path = default_embedding_cache_path()
         return None if path is None else SQLiteEmbeddingStore(path)
     if setting is None:
@@ -67,6 +70,9 @@ def open_listing_store(setting: object, *, field: str = 'listing_cache') -> List
     if isinstance(setting, str) and setting.strip().lower() == 'off':
         return None
     if isinstance(setting, str) and setting == 'default':
+        chosen = os.environ.get(LISTING_CACHE_ENV, '').strip()
+        if is_postgres_url(chosen) or looks_like_database_url(chosen):  # `$TOOLPROXY_LISTING_CACHE` names a database
+            return open_listing_store(chosen, field=LISTING_CACHE_ENV)
         path = default_listing_cache_path()
         return None if path is None else SQLiteListingStore(path)
     _refuse_url_like(setting, field)
