@@ -60,6 +60,18 @@ pub struct Explanation {
 }
 
 impl SearchIndex {
+    /// How many of `keys`, from the first, are exact name matches of `query` (what [`Self::explain`]
+    /// reports as `exact`): a ranking window's leading exact names, with one look at the query.
+    pub fn leading_exact_names<K: AsRef<str>>(&self, query: &str, keys: &[K]) -> usize {
+        let exact = self.exact_matches(query, None);
+        keys.iter()
+            .take_while(|key| {
+                self.doc_of(key.as_ref())
+                    .is_some_and(|doc| exact.contains(&doc))
+            })
+            .count()
+    }
+
     /// Explains the score of the live document `key` for `query` (see [`Self::search`]), or
     /// `None` for an unknown key. A document outside the selected `groups` is explained as if
     /// selected.

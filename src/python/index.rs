@@ -250,12 +250,7 @@ impl PySearchIndex {
                         }
                     };
                     // Exact name matches rank first: the first key that is none ends them.
-                    let exact = keys
-                        .iter()
-                        .take_while(|key| {
-                            index.explain(&query, groups, key).is_some_and(|e| e.exact)
-                        })
-                        .count();
+                    let exact = index.leading_exact_names(&query, &keys);
                     Ok::<_, crate::Error>((total, keys, exact))
                 })
                 .map_err(value_error)?;
