@@ -297,7 +297,9 @@ def test_hybrid_settings_are_checked_as_the_config_checks_them() -> None:
         search_strategy(embedder='test')
 
 
-def test_a_schema_edited_in_place_is_indexed_at_the_next_change_of_the_tool_list() -> None:
+def test_a_schema_edited_in_place_is_indexed_at_the_next_call() -> None:
+    """The strategy syncs with the search control's own sync (`IndexSlot.sync`): schema fingerprints are compared
+    at every call, so an edit in place is seen without the tool list changing."""
     strategy = search_strategy()
     schema: dict[str, Any] = {'type': 'object', 'properties': {'city': {'type': 'string'}}}
     tools = [
@@ -306,6 +308,19 @@ def test_a_schema_edited_in_place_is_indexed_at_the_next_change_of_the_tool_list
     ]
     assert strategy(None, ['zeppelin'], tools) == []  # type: ignore[arg-type]
     schema['properties']['zeppelin'] = {'type': 'string', 'description': 'zeppelin hangar number'}
+    assert strategy(None, ['zeppelin'], tools) == ['lookup']  # type: ignore[arg-type]  # the same list, edited
+    assert (strategy.builds, strategy.upserted) == (2, 2 + 1)  # only the edited schema was indexed again
     more = [*tools, ToolDefinition(name='third', description='A third tool.', parameters_json_schema={})]
     assert strategy(None, ['zeppelin'], more) == ['lookup']  # type: ignore[arg-type]
-    assert strategy.upserted == 2 + 2  # the edited schema and the new tool; 'other' kept its record
+    assert strategy.upserted == 2 + 1 + 1  # the new tool; 'lookup' and 'other' kept their records
+
+
+def test_a_name_listed_twice_is_indexed_once_with_its_first_definition() -> None:
+    strategy = search_strategy()
+    tools = [
+        ToolDefinition(name='lookup', description='Find a zeppelin.', parameters_json_schema={}),
+        ToolDefinition(name='lookup', description='Find a submarine.', parameters_json_schema={}),
+    ]
+    assert strategy(None, ['zeppelin'], tools) == ['lookup']  # type: ignore[arg-type]
+    assert strategy(None, ['submarine'], tools) == []  # type: ignore[arg-type]
+    assert strategy.upserted == 1

@@ -27,21 +27,24 @@ IndexRecord = tuple[str, str, str, str, object]
 
 def index_record(canonical: str, group: str, description: object, parameters_json_schema: object) -> IndexRecord:
     """The search-index record of the member registered as `canonical` in `group`: the one way records are built
-    (`SearchIndexCache.sync`, and the benchmarks that feed `_core.SearchIndex` directly).
+    (`_index_cache.IndexSlot.sync`, for the search control and the `ToolSearch` strategy alike, and the benchmarks
+    that feed `_core.SearchIndex` directly).
 
     `description` is the tool definition's (a non-str, e.g. None, is indexed as ''); `parameters_json_schema` is
-    passed as is (the core extracts its text). The local name is split off with `_names.local_name`, by the group.
+    passed as is (the core extracts its text). The local name is split off with `_names.local_name`, by the group;
+    group '' (the strategy's deferred tools, which have no group, `_strategy.GROUP`) keeps the whole name.
 
     ```python
     from pydantic_ai_toolproxy._directory import index_record
 
     assert index_record('crm__customer_name', 'crm', None, {}) == ('crm__customer_name', 'crm', 'customer_name', '', {})
+    assert index_record('get_weather', '', 'Weather.', {}) == ('get_weather', '', 'get_weather', 'Weather.', {})
     ```
     """
     return (
         canonical,
         group,
-        local_name(canonical, group),
+        local_name(canonical, group) if group else canonical,
         description if isinstance(description, str) else '',
         parameters_json_schema,
     )

@@ -13,12 +13,13 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Protocol
 
 from . import _core
 from ._directory import Directory, IndexRecord, index_record
 
-__all__ = ('MAX_INDEXED_TOOLS', 'MAX_INDEXES', 'IndexFollower', 'IndexSlot', 'SearchIndexCache')
+__all__ = ('MAX_INDEXED_TOOLS', 'MAX_INDEXES', 'IndexFollower', 'IndexSlot', 'IndexedTools', 'SearchIndexCache')
 
 MAX_INDEXES = 8
 """Most indexes one proxy keeps (distinct member sets searched, e.g. tenants); the least recently searched goes."""
@@ -29,6 +30,25 @@ searched indexes go, never the one in use."""
 
 _SAMPLE = 64
 """Names of a directory looked up in an index to estimate how much of it the index already holds."""
+
+
+class IndexedTools(Protocol):
+    """The tools one index is synced to (`IndexSlot.sync`), as parallel lists in listing order: a step's `Directory`
+    (the search control, unknown-name retries), or the `ToolSearch` strategy's deferred tools (`_strategy.ToolList`).
+    Weak-referenceable: a slot remembers the listing it synced last."""
+
+    names: list[str]
+    """Each tool's name as indexed (the canonical name of a member), each once."""
+    descriptions: list[object]
+    """Each tool's `tool_def.description` (a non-str indexes as '')."""
+    schemas: list[object]
+    """Each tool's `tool_def.parameters_json_schema`, the host's own object."""
+    group_runs: list[tuple[int, str]]
+    """`(position, group)` wherever the group changes along `names`, the first at position 0."""
+
+    def fingerprints(self) -> tuple[bytes, int]:
+        """`_core.schema_fingerprints(schemas)`, computed once per listing (see `Directory.fingerprints`)."""
+        ...
 
 
 class IndexFollower(Protocol):
@@ -44,8 +64,9 @@ class IndexFollower(Protocol):
 
 
 class IndexSlot:
-    """One Rust `SearchIndex` and the state that syncs it to a step's `Directory`: the one object per index (state
-    that follows an index, such as vectors attached to its records, belongs here).
+    """One Rust `SearchIndex` and the state that syncs it to a listing of tools (`IndexedTools`: a step's `Directory`,
+    or the `ToolSearch` strategy's deferred tools): the one object per index (state that follows an index, such as
+    vectors attached to its records, belongs here).
 
     Synced incrementally: unchanged tools are not re-indexed; changed tools are upserted; vanished tools are removed.
     Per indexed tool it keeps the group, the description and the fingerprint of the schema as indexed
@@ -60,7 +81,7 @@ class IndexSlot:
         self.built = False
         """Whether a sync has filled the index (since the last `reset`)."""
         self.key: int | None = None
-        """`Directory.member_key` of the directory last synced (None before the first sync)."""
+        """`Directory.member_key` of the directory last synced, set by `SearchIndexCache` (None before the first sync)."""
         self.searched_by: str | None = None
         """`run_id` of the run whose search used this index last: that run's steps keep it in sync (`keep_up`)."""
         self.displaced: int | None = None
@@ -69,6 +90,8 @@ class IndexSlot:
         """When the index was last searched, in `SearchIndexCache` ticks (for least-recently-used eviction)."""
         self.builds = 0
         """How many syncs changed the index (for tests and benchmarks)."""
+        self.upserted = 0
+        """How many records those syncs (re-)indexed in all (for tests and benchmarks)."""
         self._synced: dict[str, tuple[str, object, int]] = {}
         """Per indexed member: its group, description and schema fingerprint (0: not fingerprintable, indexed again at
         every sync), as last indexed. No tool definition or schema is kept, so nothing a definition references
@@ -77,9 +100,9 @@ class IndexSlot:
         """The last synced directory's names, descriptions, schema objects and group runs (`Directory`)."""
         self._prints = b''
         """The fingerprints of the schemas as indexed, in the order of `_synced_lists` (`Directory.fingerprints`)."""
-        self._synced_directory: weakref.ref[Directory] | None = None
+        self._synced_directory: weakref.ref[IndexedTools] | None = None
         """The directory synced last (its lists compared)."""
-        self._verified: weakref.ref[Directory] | None = None
+        self._verified: weakref.ref[IndexedTools] | None = None
         """The directory synced last with its schema contents compared too (see `sync`)."""
 
     def __len__(self) -> int:
@@ -109,41 +132,46 @@ class IndexSlot:
             index.set_group_description(group, description)
         return index
 
-    def sync(self, directory: Directory, *, verify: bool = True) -> None:
-        """Bring the index to `directory`. Call with the cache's lock held.
+    def sync(self, tools: IndexedTools, *, verify: bool = True) -> None:
+        """Bring the index to `tools` (a step's `Directory`, or the `ToolSearch` strategy's `_strategy.ToolList`): the
+        one index sync, for the search control, unknown-name retries and the strategy alike. Call with the lock that
+        guards this slot held.
 
         A new step's directory holds new `ToolsetTool`s even when nothing changed, but unchanged members keep their
-        names, groups, description strings and schema objects; comparing the directory's lists of those with the last
-        synced ones, all in C, confirms an unchanged directory without visiting members in Python (its cost:
-        docs/performance.md). A schema edited in place is the same object with other contents, so with `verify` (a
-        search is about to rank) the schemas' fingerprints (`Directory.fingerprints`, once per directory) are
-        compared with those indexed too. Without it (`keep_up`, every step) only the lists are
-        compared, and the step's first search verifies. A member-by-member pass finds what changed otherwise.
+        names, groups, description strings and schema objects; comparing the lists of those with the last synced
+        ones, all in C, confirms unchanged tools without visiting them in Python (its cost: docs/performance.md). A
+        schema edited in place is the same object with other contents, so with `verify` (a search is about to rank)
+        the schemas' fingerprints (`IndexedTools.fingerprints`, once per listing) are compared with those indexed
+        too. Without it (`SearchIndexCache.keep_up`, every step) only the lists are compared, and the step's first
+        search verifies. A member-by-member pass finds what changed otherwise, and upserts the records of the
+        changed tools, built by `_directory.index_record` (the one record builder).
 
         Raises:
             RuntimeError: the core panicked (call `reset`).
         """
-        if self._verified is not None and self._verified() is directory:
+        if self._verified is not None and self._verified() is tools:
             return
-        if not verify and self._synced_directory is not None and self._synced_directory() is directory:
+        if not verify and self._synced_directory is not None and self._synced_directory() is tools:
             return
-        lists = (directory.names, directory.descriptions, directory.schemas, directory.group_runs)
-        if self.matches(directory):
+        lists = (tools.names, tools.descriptions, tools.schemas, tools.group_runs)
+        if self.matches(tools):
             if not verify:
-                self.adopt(directory)
+                self.adopt(tools)
                 return
-            fingerprints, unfingerprintable = directory.fingerprints()
+            fingerprints, unfingerprintable = tools.fingerprints()
             if not unfingerprintable and fingerprints == self._prints:
                 self._synced_lists = lists
-                self._synced_directory = self._verified = weakref.ref(directory)
+                self._synced_directory = self._verified = weakref.ref(tools)
                 return
-        fingerprints, _ = directory.fingerprints()
+        fingerprints, _ = tools.fingerprints()
         synced = self._synced
         upserts: list[IndexRecord] = []
         new_synced: dict[str, tuple[str, object, int]] = {}
         prints = memoryview(fingerprints).cast('Q').tolist() if fingerprints else []
-        for (name, tool), description, fingerprint in zip(directory.tools.items(), directory.descriptions, prints):
-            group: str = tool.toolset.group  # type: ignore[attr-defined]
+        groups = _groups_along(tools.group_runs, len(tools.names))
+        for name, group, description, schema, fingerprint in zip(
+            tools.names, groups, tools.descriptions, tools.schemas, prints
+        ):
             old = synced.get(name)
             if (
                 old is None
@@ -152,7 +180,7 @@ class IndexSlot:
                 or old[0] != group
                 or not _same_description(old[1], description)
             ):
-                upserts.append(index_record(name, group, description, tool.tool_def.parameters_json_schema))
+                upserts.append(index_record(name, group, description, schema))
             new_synced[name] = (group, description, fingerprint)
         removed = [name for name in synced if name not in new_synced]
         if removed:
@@ -161,16 +189,16 @@ class IndexSlot:
             self.index.upsert(upserts)
         if removed or upserts:
             self.builds += 1
+            self.upserted += len(upserts)
             if self.follower is not None:
                 self.follower.follow(self.index, upserts, removed)
         self._synced = new_synced
         self._synced_lists = lists
         self._prints = fingerprints
-        self._synced_directory = self._verified = weakref.ref(directory)
-        self.key = directory.member_key()
+        self._synced_directory = self._verified = weakref.ref(tools)
         self.built = True
 
-    def matches(self, directory: Directory) -> bool:
+    def matches(self, directory: IndexedTools) -> bool:
         """Whether `directory` lists what was synced last: the same names, groups, descriptions and schema objects (in
         C; schema contents are not compared, see `sync`)."""
         names_before, descriptions_before, schemas_before, runs_before = self._synced_lists
@@ -181,7 +209,7 @@ class IndexSlot:
             and _same_schemas(directory.schemas, schemas_before)
         )
 
-    def adopt(self, directory: Directory) -> None:
+    def adopt(self, directory: IndexedTools) -> None:
         """Record `directory` as synced, when `matches(directory)`: keep its lists, so that a source rebuilding equal
         schemas pays one deep comparison, not one per step."""
         self._synced_lists = (directory.names, directory.descriptions, directory.schemas, directory.group_runs)
@@ -195,6 +223,16 @@ class IndexSlot:
         step = max(1, len(names) // _SAMPLE)
         sample = names[::step]
         return sum(name in self._synced for name in sample) / len(sample)
+
+
+def _groups_along(runs: list[tuple[int, str]], count: int) -> list[str]:
+    """The group of each of `count` tools whose group runs are `runs` (`IndexedTools.group_runs`)."""
+    groups: list[str] = []
+    ends = [position for position, _ in runs[1:]]
+    ends.append(count)
+    for (start, group), end in zip(runs, ends):
+        groups += repeat(group, end - start)
+    return groups
 
 
 def _same_description(old: object, new: object) -> bool:
@@ -346,6 +384,8 @@ class SearchIndexCache:
                 slot.sync(directory, verify=False)
             except RuntimeError:  # a panic in the Rust core (see `_core`): start from a fresh index
                 slot.reset()
+                return
+            slot.key = key
 
     def sync(self, directory: Directory, run_id: str | None = None) -> None:
         """Choose the slot for `directory` (see the class docs), sync it, and make it `current`; `run_id` (the searching
@@ -360,6 +400,7 @@ class SearchIndexCache:
         slot.used = self._tick
         key_before = slot.key
         slot.sync(directory)
+        slot.key = directory.member_key()
         if key_before is not None and key_before != slot.key:
             slot.displaced = key_before
         if run_id is not None:

@@ -157,6 +157,35 @@ def _core_failed(cache: SearchIndexCache, e: RuntimeError) -> ProxyFailed:
     )
 
 
+class _StepIndex:
+    """The index a search of the search control ranks (`hybrid.ranking.IndexSource`): the slot of the proxy's
+    `SearchIndexCache` for the step's `directory`, synced by `SearchIndexCache.sync`. Call with the cache's lock held."""
+
+    __slots__ = ('cache', 'directory', 'run_id')
+
+    def __init__(self, cache: SearchIndexCache, directory: Directory, run_id: str | None) -> None:
+        self.cache = cache
+        self.directory = directory
+        self.run_id = run_id
+
+    def sync(self) -> _core.SearchIndex:
+        """The slot for the step's directory, synced to it.
+
+        Raises:
+            ProxyFailed: the core panicked (the index is dropped, rebuilt at the next search).
+        """
+        cache = self.cache
+        try:
+            cache.sync(self.directory, self.run_id)
+        except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
+            raise _core_failed(cache, e) from e
+        return cache.index
+
+    def reset(self) -> None:
+        """Drop every slot's index (the embedding model changed)."""
+        self.cache.reset_all()
+
+
 async def _rank(
     ctx: RunContext[Any],
     runtime: ProxyRuntime,
@@ -176,23 +205,14 @@ async def _rank(
     """
     cache = runtime.search_index
     vectors = runtime.vectors
-
-    def sync() -> None:
-        try:
-            cache.sync(directory, ctx.run_id)
-        except RuntimeError as e:
-            raise _core_failed(cache, e) from e
-
+    source = _StepIndex(cache, directory, ctx.run_id)
     query_vector = None
     if vectors is not None:
-        wait = runtime.config.embedding_wait
-        [query_vector] = await await_vectors(
-            vectors, sync, cache.reset_all, [query], wait, ctx.run_id, claims=lambda: cache.index
-        )
+        [query_vector] = await await_vectors(vectors, source, [query], runtime.config.embedding_wait, ctx.run_id)
     with cache.lock:
+        index = source.sync()
         try:
-            cache.sync(directory, ctx.run_id)
-            ranked = rank(cache.index, vectors, query, query_vector, groups, offset, limit)
+            ranked = rank(index, vectors, query, query_vector, groups, offset, limit)
         except RuntimeError as e:  # a panic in the Rust core (see `_core`): start from a fresh index next time
             raise _core_failed(cache, e) from e
     return ranked.total, ranked.keys, ranked.ranking

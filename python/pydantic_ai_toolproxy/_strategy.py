@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.tools import RunContext, ToolDefinition
 
 from . import _core
-from ._index_cache import _same_description, _same_descriptions, _same_schemas
+from ._index_cache import IndexSlot
 from .config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
 from .hybrid.ranking import QueryVector, await_vectors, rank
 from .hybrid.store_io import open_store
@@ -30,11 +30,65 @@ if TYPE_CHECKING:
 
     from .embedding_store import EmbeddingStore
 
-__all__ = ('GROUP', 'ToolProxySearchStrategy', 'search_strategy')
+__all__ = ('GROUP', 'ToolList', 'ToolProxySearchStrategy', 'search_strategy')
 
 GROUP = ''
 """The one group every deferred tool is indexed under: Pydantic AI's deferred tools have no groups, and an empty
 group name adds no searchable text (a real group name would be a term of every tool)."""
+
+
+class ToolList:
+    """The deferred tools of one strategy call as the index sync reads them (`_index_cache.IndexedTools`): names,
+    descriptions and schema objects in the order given, all under `GROUP`. A name listed twice counts once, with
+    its first definition, as in `ToolSearch`'s own lookup."""
+
+    __slots__ = ('__weakref__', '_fingerprints', 'descriptions', 'group_runs', 'names', 'schemas')
+
+    def __init__(self, tools: Sequence[ToolDefinition]) -> None:
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names):
+            firsts = {t.name: t for t in reversed(tools)}  # reversed: the first definition of a name stays
+            tools = [t for t in tools if firsts[t.name] is t]
+            names = [t.name for t in tools]
+        self.names = names
+        self.descriptions: list[object] = [t.description for t in tools]
+        self.schemas: list[object] = [t.parameters_json_schema for t in tools]
+        self.group_runs: list[tuple[int, str]] = [(0, GROUP)] if names else []
+        self._fingerprints: tuple[bytes, int] | None = None
+
+    def fingerprints(self) -> tuple[bytes, int]:
+        """`_core.schema_fingerprints(schemas)`, computed once per call."""
+        if self._fingerprints is None:
+            self._fingerprints = _core.schema_fingerprints(self.schemas)
+        return self._fingerprints
+
+
+class _StrategyIndex:
+    """The strategy's index for one call's tools (`hybrid.ranking.IndexSource`). Call with the strategy's lock held."""
+
+    __slots__ = ('slot', 'tools')
+
+    def __init__(self, slot: IndexSlot, tools: ToolList) -> None:
+        self.slot = slot
+        self.tools = tools
+
+    def sync(self) -> _core.SearchIndex:
+        """The index, synced to the call's tools.
+
+        Raises:
+            RuntimeError: the core failed (the index is dropped first, so the next call rebuilds it).
+        """
+        slot = self.slot
+        try:
+            slot.sync(self.tools)
+        except RuntimeError:
+            slot.reset()
+            raise
+        return slot.index
+
+    def reset(self) -> None:
+        """Drop the index (the embedding model changed)."""
+        self.slot.reset()
 
 
 def _cut_query(query: str) -> str:
@@ -51,10 +105,11 @@ class ToolProxySearchStrategy:
 
     Build it with `search_strategy()`. One instance holds one `_core.SearchIndex` for as long as it lives (the
     `ToolSearch` capability that holds it, usually the agent's lifetime), so the index is built by the first search
-    and kept across calls and runs. Each call brings it to exactly the `tools` it is given, by fingerprint: the
-    lists of names, descriptions and schema objects are compared with the last call's (in C, without visiting
-    each tool in Python); when they differ, only tools whose description or schema changed are upserted and vanished tools
-    are removed. Thread-safe: one lock covers syncing and ranking, so concurrent runs (in threads or tasks) each
+    and kept across calls and runs. Each call brings it to exactly the `tools` it is given with the search
+    control's own sync (`_index_cache.IndexSlot.sync`): the lists of names, descriptions and schema objects are
+    compared with the last call's (in C, without visiting each tool in Python), and the schemas' content
+    fingerprints with those indexed, so a schema edited in place is indexed again at once; when anything differs,
+    only tools whose description or schema changed are upserted and vanished tools are removed. Thread-safe: one lock covers syncing and ranking, so concurrent runs (in threads or tasks) each
     rank exactly the tools of their own call. One strategy per tool collection is fastest: two agents with
     different deferred tools sharing one strategy re-sync at every switch.
 
@@ -77,17 +132,23 @@ class ToolProxySearchStrategy:
     def __init__(self, max_results: int, config: ToolProxyConfig | None = None) -> None:
         self.max_results = max_results
         self.config = config
-        self.builds = 0
-        self.upserted = 0
         self.rankings: list[tuple[str, str | None]] = []
-        self._index = _core.SearchIndex()
         self._lock = threading.Lock()
-        self._synced: dict[str, tuple[object, int]] = {}
-        """Per indexed tool: its description and its schema's content fingerprint as indexed (never the schema)."""
-        self._lists: tuple[list[str], list[object], list[object]] = ([], [], [])
         self._vectors: ToolVectors | None = None
         if config is not None and config.embedder is not None:
             self._vectors = ToolVectors(config, {}, self._lock, lambda: open_store(config))
+        self._slot = IndexSlot({}, self._vectors)
+        """The index and what syncs it (no group descriptions: deferred tools have no groups)."""
+
+    @property
+    def builds(self) -> int:
+        """How many calls changed the index (see the class docs)."""
+        return self._slot.builds
+
+    @property
+    def upserted(self) -> int:
+        """How many tool records the calls that changed the index (re-)indexed in all."""
+        return self._slot.upserted
 
     def __repr__(self) -> str:
         hybrid = f', embedder={self.config.embedder!r}' if self.config is not None else ''
@@ -111,32 +172,24 @@ class ToolProxySearchStrategy:
                 call rebuilds it.
         """
         texts = [_cut_query(q) for q in queries if isinstance(q, str) and q.strip()]
+        source = _StrategyIndex(self._slot, ToolList(tools))
         if self._vectors is None:
-            return self._rank(ctx, texts, tools, None)
-        return self._hybrid(ctx, texts, tools, self._vectors)
+            return self._rank(ctx, texts, source, None)
+        return self._hybrid(ctx, texts, source, self._vectors)
 
     async def _hybrid(
-        self, ctx: RunContext[Any], texts: list[str], tools: Sequence[ToolDefinition], vectors: ToolVectors
+        self, ctx: RunContext[Any], texts: list[str], source: _StrategyIndex, vectors: ToolVectors
     ) -> list[str]:
         """Sync (which queues the tools without a vector), wait for tool vectors, embed the queries, then rank."""
         assert self.config is not None
-
-        def sync() -> None:
-            try:
-                self._sync(tools)
-            except RuntimeError:
-                self._reset()
-                raise
-
-        wait = self.config.embedding_wait
-        query_vectors = await await_vectors(vectors, sync, self._reset, texts, wait, ctx.run_id)
-        return self._rank(ctx, texts, tools, query_vectors)
+        query_vectors = await await_vectors(vectors, source, texts, self.config.embedding_wait, ctx.run_id)
+        return self._rank(ctx, texts, source, query_vectors)
 
     def _rank(
         self,
         ctx: RunContext[Any],
         texts: list[str],
-        tools: Sequence[ToolDefinition],
+        source: _StrategyIndex,
         query_vectors: list[QueryVector] | None,
     ) -> list[str]:
         discovered = getattr(ctx, 'discovered_tool_names', None) or frozenset()
@@ -146,72 +199,21 @@ class ToolProxySearchStrategy:
         exact: list[str] = []
         kinds: list[tuple[str, str | None]] = []
         with self._lock:
+            index = source.sync()  # again: a concurrent call may have moved the index while this one awaited
             try:
-                self._sync(tools)  # again: a concurrent call may have moved the index while this one awaited
                 for i, text in enumerate(texts):
                     query_vector = query_vectors[i] if query_vectors is not None else None
-                    ranked = rank(
-                        self._index, self._vectors, text, query_vector, None, 0, fetch, report=False, exact=True
-                    )
+                    ranked = rank(index, self._vectors, text, query_vector, None, 0, fetch, report=False, exact=True)
                     kinds.append((ranked.ranking.kind, ranked.ranking.reason))
                     if not ranked.total or (not ranked.exact and _is_browse(text)):
                         continue
                     exact += ranked.keys[: ranked.exact]
                     rankings.append(ranked.keys)
             except RuntimeError:
-                self._reset()
+                source.reset()
                 raise
         self.rankings = kinds
         return _merged(exact, rankings, discovered, limit)
-
-    def _reset(self) -> None:
-        if self._vectors is not None:
-            self._vectors.forget(self._index)
-        self._index = _core.SearchIndex()
-        self._synced = {}
-        self._lists = ([], [], [])
-
-    def _sync(self, tools: Sequence[ToolDefinition]) -> None:
-        """Bring the index to `tools` (call with the lock held): nothing when their names, descriptions and schema
-        objects are the last call's (compared in C); else the tools whose description or schema content
-        (`_core.schema_fingerprints`) changed are upserted and the vanished removed. A schema edited in place (the
-        same dict, other contents) is therefore seen at the next change of the tool list, not before: replace the
-        schema (or the tool) to have it indexed at once."""
-        names = [t.name for t in tools]
-        descriptions: list[object] = [t.description for t in tools]
-        schemas: list[object] = [t.parameters_json_schema for t in tools]
-        old_names, old_descriptions, old_schemas = self._lists
-        if (
-            names == old_names
-            and _same_descriptions(descriptions, old_descriptions)
-            and _same_schemas(schemas, old_schemas)
-        ):
-            self._lists = (names, descriptions, schemas)
-            return
-        fingerprints, _ = _core.schema_fingerprints(schemas)
-        prints = memoryview(fingerprints).cast('Q').tolist() if fingerprints else []
-        synced = self._synced
-        fresh: dict[str, tuple[object, int]] = {}
-        upserts: list[tuple[str, str, str, str, object]] = []
-        for name, description, schema, fingerprint in zip(names, descriptions, schemas, prints):
-            if name in fresh:  # a name listed twice: the first definition counts, as in ToolSearch's own lookup
-                continue
-            old = synced.get(name)
-            if old is None or fingerprint == 0 or old[1] != fingerprint or not _same_description(old[0], description):
-                upserts.append((name, GROUP, name, description if isinstance(description, str) else '', schema))
-            fresh[name] = (description, fingerprint)
-        removed = [name for name in synced if name not in fresh]
-        if removed:
-            self._index.remove(removed)
-        if upserts:
-            self._index.upsert(upserts)
-        if self._vectors is not None and (removed or upserts):
-            self._vectors.follow(self._index, upserts, removed)
-        if removed or upserts:
-            self.builds += 1
-            self.upserted += len(upserts)
-        self._synced = fresh
-        self._lists = (names, descriptions, schemas)
 
 
 def _is_browse(text: str) -> bool:

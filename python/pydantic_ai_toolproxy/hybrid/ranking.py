@@ -10,14 +10,14 @@ keywords.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from .. import _core
 from .vectors import ToolVectors
 
-__all__ = ('KEYWORD', 'QueryVector', 'Ranked', 'Ranking', 'await_vectors', 'rank')
+__all__ = ('KEYWORD', 'IndexSource', 'QueryVector', 'Ranked', 'Ranking', 'await_vectors', 'rank')
 
 QueryVector = tuple[bytes | None, str | None]
 """A query's `(vector, None)`, or `(None, reason)` when it has none (`ToolVectors.query_vector`)."""
@@ -63,39 +63,46 @@ class Ranked:
     exact: int = 0
 
 
+class IndexSource(Protocol):
+    """The index one search ranks, as `await_vectors` reads it: the search control's (`_search`, a slot of the
+    proxy's `SearchIndexCache` synced to the step's directory) or the `ToolSearch` strategy's (`_strategy`)."""
+
+    def sync(self) -> _core.SearchIndex:
+        """Bring the index to the search's tools (`_index_cache.IndexSlot.sync`, which queues the tools without a
+        vector) and return it. Called with the vectors' lock held; on a core error it drops that index and raises
+        what its owner makes of the error."""
+        ...
+
+    def reset(self) -> None:
+        """Drop every index the vectors follow (the embedding model changed). Called with the vectors' lock held."""
+        ...
+
+
 async def await_vectors(
-    vectors: ToolVectors,
-    sync: Callable[[], object],
-    reset: Callable[[], None],
-    queries: Sequence[str],
-    wait: float,
-    run_id: str | None,
-    claims: Callable[[], _core.SearchIndex] | None = None,
+    vectors: ToolVectors, source: IndexSource, queries: Sequence[str], wait: float, run_id: str | None
 ) -> list[QueryVector]:
     """What a search with an embedder awaits before it ranks: the vectors of its tools and of its `queries`.
 
     Under the vectors' lock: the model of the current context becomes the one whose vectors are held (on a change,
-    `reset()` drops every index), then `sync()` brings the index to the step's tools, which queues the tools
-    without a vector (it raises what its caller makes of a core error). Outside the lock: the pending tool vectors
-    are waited for up to `wait` seconds (only the first search of run `run_id` waits, `ToolVectors.wait_for_tools`),
-    each query is embedded (up to `query_timeout`), and when a query vector shows the store's tool vectors to be of
-    another size (their replacements are then embedded) the tools are waited for once more. With `claims` (the
-    index searched), the texts that index wants stay pending while this search waits for them, whichever run moves
-    a shared index meanwhile (`Fill.claim`). Returns each query's `(vector, reason)`.
+    `source.reset()` drops every index), then `source.sync()` brings the index to the search's tools, which queues
+    the tools without a vector, and the texts that index wants are claimed: they stay pending while this search
+    waits for them, whichever run moves a shared index meanwhile (`Fill.claim`). Outside the lock: the pending tool
+    vectors are waited for up to `wait` seconds (only the first search of run `run_id` waits,
+    `ToolVectors.wait_for_tools`), each query is embedded (up to `query_timeout`), and when a query vector shows the
+    store's tool vectors to be of another size (their replacements are then embedded) the index is synced and
+    claimed again and the tools are waited for once more. Returns each query's `(vector, reason)`.
     """
     lock = vectors.lock
     with lock:
         if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
-            reset()
-        sync()
-        claimed = vectors.fill.claim(claims()) if claims is not None else []
+            source.reset()
+        claimed = vectors.fill.claim(source.sync())
     await _wait(vectors, claimed, wait, run_id)
     query_vectors = [await vectors.query_vector(query) for query in queries]
     stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
     if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
-        if claims is not None:
-            with lock:
-                claimed = vectors.fill.claim(claims())
+        with lock:
+            claimed = vectors.fill.claim(source.sync())
         await _wait(vectors, claimed, wait, run_id)
     return query_vectors
 
