@@ -332,15 +332,15 @@ def test_pages_cover_the_ranked_set_exactly_once(query: str, limit: int, group: 
 async def test_each_search_reports_the_ranking_that_ran(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """`_search.search_page` returns the `Ranking` beside the page (for span attributes); the search control
-    passes the page on. Recorded here by wrapping `search_page`."""
+    """`_search.search_page` returns the `Ranking` (and the page's bytes) beside the page (for span attributes);
+    the search control passes the page on. Recorded here by wrapping `search_page`."""
     seen: list[Ranking] = []
     original = _search.search_page
 
     async def recording(*args: Any) -> Any:
-        page, ranking = await original(*args)
+        page, ranking, page_bytes = await original(*args)
         seen.append(ranking)
-        return page, ranking
+        return page, ranking, page_bytes
 
     monkeypatch.setattr(_search, 'search_page', recording)
     await pages(proxy(), {'query': UMBRELLA})

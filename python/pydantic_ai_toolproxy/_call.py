@@ -11,7 +11,7 @@ import contextlib
 import difflib
 import json
 import sys
-from contextvars import ContextVar
+from collections.abc import Callable
 from copy import copy
 from dataclasses import replace
 from typing import Any
@@ -32,14 +32,13 @@ from pydantic_ai.tools import RunContext, ToolDenied
 from pydantic_core import ValidationError
 
 from ._directory import Directory, Member
-from ._members import GroupMemberToolset, MemberEntry, member_entry
+from ._members import Dispatch, GroupMemberToolset, dispatch
 from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
 from ._names import canonical_name
 from ._runtime import ProxyRuntime
 
 __all__ = (
     'charged_retry',
-    'dispatching',
     'envelope_retry',
     'mcp_error_classes',
     'normalize_arguments',
@@ -47,13 +46,6 @@ __all__ = (
     'resolve_member',
     'run_call',
 )
-
-dispatching: ContextVar[str | None] = ContextVar('pydantic_ai_toolproxy.dispatching', default=None)
-"""Canonical name of the member the call control is dispatching in the current task, else None.
-
-The direct-call guard lets exactly that nested call through; a model's own direct call of a member
-(in another task, or with another name) is refused.
-"""
 
 MAX_ERROR_CHARS = 500
 """Longest exception text quoted in an uncertain-outcome failure."""
@@ -413,7 +405,7 @@ def proxy_failure(
     return ToolFailed(bounded(message))
 
 
-def _deferral_message(member: Member, error: ApprovalRequired | CallDeferred, entry: MemberEntry) -> str:
+def _deferral_message(member: Member, error: ApprovalRequired | CallDeferred, entry: Dispatch) -> str:
     """What the model is told about a deferral no inline handler resolved: "did not run" only when the deferral was
     declared before the target's source was called (its kind, `requires_approval`, a `prepare` decision, a validation
     hook); when the source was called and then deferred, that its work may have started and its result cannot arrive
@@ -435,8 +427,16 @@ def _deferral_message(member: Member, error: ApprovalRequired | CallDeferred, en
     )
 
 
-async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool: Any, arguments: Any) -> Any:
-    """Run the target through `ctx.tool_manager.handle_call` and return its result.
+async def run_call(
+    ctx: RunContext[Any],
+    runtime: ProxyRuntime,
+    group: Any,
+    tool: Any,
+    arguments: Any,
+    resolved: Callable[[Member], None] | None = None,
+) -> Any:
+    """Run the target through `ctx.tool_manager.handle_call` and return its result; `resolved` (the span's, see
+    `_spans.called`) is told the member `(group, tool)` resolved to, before anything else runs.
 
     Raises:
         ModelRetry: bad envelope, unknown group/tool.
@@ -454,6 +454,8 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
         member = resolve_member(runtime, directory, group, tool)
     except ModelRetry as e:
         raise charged_retry(ctx, _budget_key(runtime, group, tool), None, e.message) from None
+    if resolved is not None:
+        resolved(member)
     try:
         args = normalize_arguments(arguments)
     except ModelRetry as e:
@@ -463,32 +465,29 @@ async def run_call(ctx: RunContext[Any], runtime: ProxyRuntime, group: Any, tool
         raise ToolFailed('No tool manager is available in this step.')
     _check_usage(ctx)
     call = ToolCallPart(tool_name=member.canonical, args=args, tool_call_id=f'{ctx.tool_call_id}>{member.canonical}')
-    token = dispatching.set(member.canonical)
-    entry = MemberEntry(member.canonical)
-    entry_token = member_entry.set(entry)
-    try:
-        result = await manager.handle_call(call)
-    except ToolRetryError as e:
-        if (cause := _interrupted_by(e)) is not None:  # e.g. an MCP server that timed out or died mid-call
-            said = (
-                e.tool_retry.model_response_str(wrap_if_error=False) if isinstance(e.tool_retry, ToolReturnPart) else ''
-            )
-            raise proxy_failure(ctx, member, _uncertain(member, 'did not complete', cause, said)) from e
-        raise _as_envelope_retry(e, ctx, member, runtime.config.search_name) from None
-    except ToolFailedError as e:
-        raise ToolFailed(e.tool_failed.model_response_str(wrap_if_error=False)) from None
-    except (ApprovalRequired, CallDeferred) as e:
-        raise proxy_failure(ctx, member, _deferral_message(member, e, entry)) from None
-    except (AgentRunError, UserError, ModelRetry, ToolFailed):
-        raise
-    except Exception as e:
-        failure = proxy_failure(ctx, member, _uncertain(member, 'failed unexpectedly', e), e)
-        if failure is e:
+    with dispatch(member.canonical) as entry:
+        try:
+            result = await manager.handle_call(call)
+        except ToolRetryError as e:
+            if (cause := _interrupted_by(e)) is not None:  # e.g. an MCP server that timed out or died mid-call
+                said = (
+                    e.tool_retry.model_response_str(wrap_if_error=False)
+                    if isinstance(e.tool_retry, ToolReturnPart)
+                    else ''
+                )
+                raise proxy_failure(ctx, member, _uncertain(member, 'did not complete', cause, said)) from e
+            raise _as_envelope_retry(e, ctx, member, runtime.config.search_name) from None
+        except ToolFailedError as e:
+            raise ToolFailed(e.tool_failed.model_response_str(wrap_if_error=False)) from None
+        except (ApprovalRequired, CallDeferred) as e:
+            raise proxy_failure(ctx, member, _deferral_message(member, e, entry)) from None
+        except (AgentRunError, UserError, ModelRetry, ToolFailed):
             raise
-        raise failure from e
-    finally:
-        member_entry.reset(entry_token)
-        dispatching.reset(token)
+        except Exception as e:
+            failure = proxy_failure(ctx, member, _uncertain(member, 'failed unexpectedly', e), e)
+            if failure is e:
+                raise
+            raise failure from e
     if isinstance(result, ToolDenied):
         raise failed(f'The call to {member.local_name!r} in group {member.group!r} was denied: {result.message}')
     return result

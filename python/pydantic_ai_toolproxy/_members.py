@@ -6,7 +6,8 @@ instructions are returned with the tools a search discovers instead of filling e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
@@ -35,13 +36,14 @@ from ._names import SEPARATOR, canonical_name, local_name
 from ._private import DynamicToolset
 
 __all__ = (
+    'Dispatch',
     'GroupMemberToolset',
     'GroupSourceCapability',
-    'MemberEntry',
     'SurfaceOwner',
     'Unsupported',
     'bad_member_name',
-    'member_entry',
+    'dispatch',
+    'dispatching',
     'unsupported_member',
     'unsupported_member_reason',
 )
@@ -104,16 +106,18 @@ def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
 
 
 @dataclass
-class MemberEntry:
-    """Whether the member the call control is dispatching reached its source (`GroupMemberToolset.call_tool`).
+class Dispatch:
+    """The call control's dispatch of one member, running in the current task (`dispatch`): the one value the call
+    control (`_call.run_call`), the member toolset (`GroupMemberToolset.call_tool`) and the direct-call guard
+    (`ToolProxyCapability.before_tool_validate`, through `dispatching`) share.
 
-    The call control sets one per dispatch (`member_entry`); a deferral raised once `entered` is True came from the
-    source's `call_tool` (the tool's body, or a wrapper toolset inside the source), so its work may have started. One
-    raised before (the tool's kind or `requires_approval`, a `prepare` decision, a validate or execute hook of a
-    capability) was declared before anything ran.
+    A deferral raised once `entered` is True came from the source's `call_tool` (the tool's body, or a wrapper
+    toolset inside the source), so its work may have started. One raised before (the tool's kind or
+    `requires_approval`, a `prepare` decision, a validate or execute hook of a capability) was declared before
+    anything ran.
 
     Attributes:
-        canonical: The canonical name being dispatched.
+        canonical: The canonical name being dispatched: the direct-call guard lets exactly this nested call through.
         entered: Set once the member's source was called for it.
     """
 
@@ -121,8 +125,27 @@ class MemberEntry:
     entered: bool = False
 
 
-member_entry: ContextVar[MemberEntry | None] = ContextVar('pydantic_ai_toolproxy.member_entry', default=None)
-"""The call control's `MemberEntry` for the dispatch running in the current task, else None."""
+_current: ContextVar[Dispatch | None] = ContextVar('pydantic_ai_toolproxy.dispatch', default=None)
+"""The `Dispatch` running in the current task, else None."""
+
+
+@contextmanager
+def dispatch(canonical: str) -> Iterator[Dispatch]:
+    """Mark the member registered as `canonical` as dispatched by the call control in the current task while the
+    block runs; yields its `Dispatch`."""
+    value = Dispatch(canonical)
+    token = _current.set(value)
+    try:
+        yield value
+    finally:
+        _current.reset(token)
+
+
+def dispatching(canonical: str) -> Dispatch | None:
+    """The call control's `Dispatch` of the member registered as `canonical` in the current task, else None (a
+    model's own direct call of a member, in another task or with another name, finds none)."""
+    found = _current.get()
+    return found if found is not None and found.canonical == canonical else None
 
 
 class SurfaceOwner(Protocol):
@@ -267,9 +290,9 @@ class GroupMemberToolset(WrapperToolset[AgentDepsT]):
             if not ctx.tool_call_approved and toolset.approval_required_func(ctx, target.tool_def, tool_args):
                 raise ApprovalRequired
             toolset = toolset.wrapped
-        entry = member_entry.get()
-        if entry is not None and entry.canonical == name:
-            entry.entered = True
+        running = dispatching(name)
+        if running is not None:
+            running.entered = True
         return await toolset.call_tool(local, tool_args, ctx, target)
 
     async def get_instructions(

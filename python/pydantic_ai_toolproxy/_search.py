@@ -225,9 +225,10 @@ async def search_page(
     group: str | None,
     limit: int | None,
     offset: int,
-) -> tuple[dict[str, Any], Ranking]:
+) -> tuple[dict[str, Any], Ranking, int]:
     """Rank the current step's members for `query` and return one page `{tools, total, next_offset}`, with the
-    `Ranking` that ran.
+    `Ranking` that ran and the page's size in UTF-8 JSON bytes as the model receives it (`_core.plan_page`'s, from
+    the entries serialized once: the span reads it, nothing serializes the page again to count it).
 
     With an embedder (hybrid search), `total` counts the keyword matches plus the tools among the query's 50
     nearest (by cosine, within the searched group) that are closer than the 50th; `next_offset` pages through
@@ -282,4 +283,5 @@ async def search_page(
     count, next_offset, page_bytes = _core.plan_page([len(b) for b in encoded], total, offset, config.max_search_bytes)
     if count == 0 and encoded:
         raise _oversized(entries[0], len(encoded[0]), page_bytes, offset, config.max_search_bytes)
-    return {'tools': [from_json(b) for b in encoded[:count]], 'total': total, 'next_offset': next_offset}, ranking
+    page = {'tools': [from_json(b) for b in encoded[:count]], 'total': total, 'next_offset': next_offset}
+    return page, ranking, page_bytes

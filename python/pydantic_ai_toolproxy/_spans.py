@@ -19,11 +19,12 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import NoOpTracer, Span
 from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolRetryError, UsageLimitExceeded
-from pydantic_ai.messages import ToolReturnPart, tool_return_ta
+from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.tools import RunContext
 
 from . import _core
 from ._call import normalize_arguments
+from ._directory import Member
 from ._messages import ProxyFailed
 from ._runtime import ProxyRuntime
 from .hybrid.ranking import Ranking
@@ -130,11 +131,11 @@ async def searched(
     group: Any,
     limit: Any,
     offset: Any,
-    run: Callable[..., Awaitable[tuple[dict[str, Any], Ranking]]],
+    run: Callable[..., Awaitable[tuple[dict[str, Any], Ranking, int]]],
 ) -> dict[str, Any]:
     """The page of `await run(ctx, runtime, query, group, limit, offset)` (the search control's `search_page`,
-    which returns the page and its `Ranking`), its facts set on the control's span: the arguments' facts before
-    it runs, the page's and the ranking's after, the refusal code when it raises.
+    which returns the page, its `Ranking` and its size in bytes), its facts set on the control's span: the
+    arguments' facts before it runs, the page's and the ranking's after, the refusal code when it raises.
 
     Raises:
         Whatever `run` raises, unchanged.
@@ -155,7 +156,7 @@ async def searched(
     if isinstance(limit, int):
         span.set_attribute('toolproxy.search.limit', limit)
     try:
-        page, ranking = await run(ctx, runtime, query, group, limit, offset)
+        page, ranking, page_bytes = await run(ctx, runtime, query, group, limit, offset)
     except Exception as e:
         _refused(span, ctx, _search_refusal(runtime, ctx, e, query, group, limit, offset), e)
         raise
@@ -169,7 +170,7 @@ async def searched(
     span.set_attribute('toolproxy.search.page.groups', [entry['group'] for entry in tools])
     span.set_attribute('toolproxy.search.page.tools', [entry['tool'] for entry in tools])
     span.set_attribute('toolproxy.search.page.count', len(tools))
-    span.set_attribute('toolproxy.search.page.bytes', len(tool_return_ta.dump_json(page, by_alias=True)))
+    span.set_attribute('toolproxy.search.page.bytes', page_bytes)
     if page['next_offset'] is not None:
         span.set_attribute('toolproxy.search.next_offset', page['next_offset'])
     return page
@@ -203,8 +204,10 @@ async def called(
     arguments: Any,
     run: Callable[..., Awaitable[Any]],
 ) -> Any:
-    """`await run(ctx, runtime, group, tool, arguments)` (the call control's `run_call`), with the resolved
-    `(group, tool)` set on the control's span before the target runs, and the refusal code when it raises.
+    """`await run(ctx, runtime, group, tool, arguments, resolved)` (the call control's `run_call`), with the
+    `(group, tool)` it resolved set on the control's span before the target runs (`resolved`, called by `run_call`
+    with the member it found, so the pair becomes a canonical name once per call), and the refusal code when it
+    raises.
 
     Raises:
         Whatever `run` raises, unchanged.
@@ -213,15 +216,17 @@ async def called(
     if span is None:
         return await run(ctx, runtime, group, tool, arguments)
     span.set_attribute('toolproxy.control', 'call')
-    directory = runtime.directory(ctx)
-    known_group = isinstance(group, str) and group in directory.groups
-    member = directory.member_of(group, tool) if known_group and isinstance(tool, str) else None
-    if member is not None:
+    found: list[Member] = []
+
+    def resolved(member: Member) -> None:
+        found.append(member)
         span.set_attribute('toolproxy.call.group', member.group)
         span.set_attribute('toolproxy.call.tool', member.local_name)
+
     try:
-        return await run(ctx, runtime, group, tool, arguments)
+        return await run(ctx, runtime, group, tool, arguments, resolved)
     except Exception as e:
-        code = 'unknown-group' if not known_group else _call_refusal(e, member is not None, arguments)
+        known_group = isinstance(group, str) and group in runtime.directory(ctx).groups
+        code = 'unknown-group' if not known_group else _call_refusal(e, bool(found), arguments)
         _refused(span, ctx, code, e)
         raise

@@ -20,11 +20,11 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import ValidationError
 
 from . import _core
-from ._call import dispatching, envelope_retry, search_arguments_retry
+from ._call import envelope_retry, search_arguments_retry
 from ._controls import ControlToolset, advertised_controls
 from ._directory import Directory
 from ._instructions import guidance
-from ._members import GroupMemberToolset, GroupSourceCapability
+from ._members import GroupMemberToolset, GroupSourceCapability, dispatching
 from ._messages import retry, shown
 from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
@@ -425,7 +425,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
     ) -> RawToolArgs:
         if self.groups:
             member = self._runtime.directory(ctx).member(call.tool_name)
-            if member is not None and dispatching.get() != call.tool_name and _called_by_model(ctx, call):
+            if member is not None and dispatching(call.tool_name) is None and _called_by_model(ctx, call):
                 name = self._runtime.config.call_name
                 raise retry(
                     f'{shown(call.tool_name)} cannot be called directly. Call `{name}` with '
