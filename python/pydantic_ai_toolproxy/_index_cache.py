@@ -1,5 +1,6 @@
-"""The search indexes shared by every run of one proxy: `IndexSlot` (one Rust `SearchIndex` and what syncs it) and
-`SearchIndexCache` (a bounded set of slots, one per member set in use).
+"""The search indexes shared by every run of one proxy: `IndexSlot` (one Rust `SearchIndex` and `IndexSlot.sync`,
+the one sync of an index, which the `ToolSearch` strategy's index uses too) and `SearchIndexCache` (a bounded set of
+slots, one per member set in use).
 
 Search ranks the current step's members as prepared (after sources, `prepare_tools` and capability hooks) and returns
 their current schemas, so a tool that became unavailable or was superseded is never found through an old index (the
