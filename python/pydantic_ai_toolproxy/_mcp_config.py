@@ -36,6 +36,7 @@ stay.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Collection, Mapping
@@ -44,12 +45,14 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
+from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, ServerPool
 from ._mcp_server import (
     LISTING_TIMEOUT,
     first_listing,
     prepare_transport,
     server_log_path,
     stderr_tail,
+    stdio_factory,
 )
 from ._mcp_toolset import MCPServerToolset
 from ._names import group_id
@@ -97,6 +100,42 @@ def default_description(server: str) -> str:
     return f'Tools of the MCP server "{server[:400]}"'
 
 
+START_TIMEOUT_KEYS = ('startup_timeout_sec', 'startup_timeout_ms')
+"""The keys of an `mcpServers` entry that set its start timeout, as other MCP clients spell them (seconds, ms)."""
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float('inf'):
+        raise ValueError(f'{name} must be a positive number of seconds, got {value!r}')
+    return float(value)
+
+
+def start_timeouts(path: str | os.PathLike[str], servers: Collection[str], default: float) -> dict[str, float]:
+    """Server name -> its start timeout in seconds: the entry's `startup_timeout_sec`, else its
+    `startup_timeout_ms` / 1000, else `default`. Pydantic AI's reader ignores these keys; they are read from the
+    file's JSON here (a file it already read, so it is valid JSON).
+
+    Raises:
+        ValueError: a key that is no positive number (naming the server and the key).
+    """
+    try:
+        data = json.loads(Path(os.path.expanduser(os.fspath(path))).read_bytes())
+        entries = data.get('mcpServers') or {}
+    except (OSError, ValueError, AttributeError):  # read already by load_mcp_toolsets; a race: the defaults
+        entries = {}
+    timeouts: dict[str, float] = {}
+    for server in servers:
+        entry = entries.get(server) if isinstance(entries, dict) else None
+        seconds = default
+        if isinstance(entry, dict):
+            for key, scale in zip(START_TIMEOUT_KEYS, (1.0, 1000.0)):
+                if key in entry:
+                    seconds = _positive(f'{key} of MCP server {server!r}', entry[key]) / scale
+                    break
+        timeouts[server] = seconds
+    return timeouts
+
+
 def mcp_groups(
     path: str | os.PathLike[str],
     descriptions: Mapping[str, str] | None = None,
@@ -105,6 +144,8 @@ def mcp_groups(
     lazy: bool | Collection[str] = False,
     listing_cache: object = 'default',
     max_age: float = DEFAULT_MAX_AGE,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> dict[str, ToolProxyGroup[Any]]:
     """Group id -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's order.
 
@@ -122,6 +163,11 @@ def mcp_groups(
             the embedding cache), a path, a `ListingStore`, or `'off'`/None. Every live start stores its listing;
             a cached entry also gives a server without a `descriptions` entry its description (`described`).
         max_age: Seconds a cached listing stays fresh when its server announced no `ttlMs` above zero.
+        start_timeout: Seconds a stdio server may take to start (spawn, `initialize`, first `tools/list`), counted
+            from the moment its start may begin (`_mcp_pool.start_slots` start at once); an entry's own
+            `startup_timeout_sec` (or `startup_timeout_ms`) key wins (`start_timeouts`).
+        idle_timeout: Seconds a stdio server no run uses stays up, or None to keep it until its event loop ends or
+            the process exits.
 
     Raises:
         OSError: a missing or unreadable file (from `load_mcp_toolsets`).
@@ -131,7 +177,9 @@ def mcp_groups(
             or a `descriptions` key that names no server of the file.
         TypeError: `descriptions` is not a mapping of str to str, `lazy` is neither a bool nor a collection of
             str, or `listing_cache` is of another type.
-        ValueError: `lazy` names a server the file does not have, or `max_age` is not a positive number.
+        ValueError: `lazy` names a server the file does not have, `max_age` or `start_timeout` is not a positive
+            number, `idle_timeout` is neither None nor a positive number, or an entry's `startup_timeout_sec` /
+            `startup_timeout_ms` is not a positive number (naming the server).
     """
     from pydantic_ai.mcp import load_mcp_toolsets  # the [mcp] extra: imported only when a file is used
 
@@ -164,8 +212,11 @@ def mcp_groups(
             )
     else:
         raise TypeError(f'lazy must be a bool or a collection of server names, got {lazy!r}')
-    if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not 0 < max_age < float('inf'):
-        raise ValueError(f'max_age must be a positive number of seconds, got {max_age!r}')
+    _positive('max_age', max_age)
+    _positive('start_timeout', start_timeout)
+    if idle_timeout is not None:
+        _positive('idle_timeout', idle_timeout)
+    timeouts = start_timeouts(path, servers, start_timeout)
     store = open_listing_store(listing_cache)
     unknown = [name for name in descriptions or {} if name not in servers]
     if unknown:
@@ -184,6 +235,12 @@ def mcp_groups(
             )
         named[gid] = server
         stderr_path = prepare_transport(toolset, server, server_log)
+        factory = stdio_factory(toolset, timeouts[server])
+        pool = (
+            ServerPool(server, factory, start_timeout=timeouts[server], idle_timeout=idle_timeout)
+            if factory is not None
+            else None
+        )
         source = MCPServerToolset(
             toolset,
             server=server,
@@ -193,6 +250,7 @@ def mcp_groups(
             listing_store=store,
             cache_key=listing_key(server, getattr(getattr(toolset, 'client', None), 'transport', None)),
             max_age=float(max_age),
+            pool=pool,
         )
         given = (descriptions or {}).get(server)
         if given is not None:

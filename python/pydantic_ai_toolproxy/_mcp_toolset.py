@@ -21,6 +21,7 @@ from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from ._mcp_pool import LoopServer, ServerPool, StartFailed
 from ._mcp_server import (
     _log_size,
     first_listing_with_ttl,
@@ -80,6 +81,9 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     cache_key: str = ''
     max_age: float = DEFAULT_MAX_AGE
     shared: _Shared = field(default_factory=_Shared, repr=False, compare=False)
+    pool: ServerPool | None = field(default=None, repr=False, compare=False)
+    """The server's processes kept across runs (`_mcp_pool`), one per event loop; None for a server that is no stdio
+    process (entered by each run, as Pydantic AI enters it)."""
     start_error: Exception | None = field(default=None, init=False, repr=False, compare=False)
     start_failure: str = field(default='', init=False, repr=False, compare=False)
     """`start_error` as reported: `MCP server 'x' did not start (...)`, with the server's last stderr lines."""
@@ -96,6 +100,8 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     _prestarted: bool = field(default=False, init=False, repr=False, compare=False)
     """Started by the surface (`prestart`), concurrently with the other servers: the next entry is that start."""
     _call_lock: anyio.Lock | None = field(default=None, init=False, repr=False, compare=False)
+    _leases: list[LoopServer] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The pooled servers this copy leased (released at its exit)."""
 
     @property
     def id(self) -> str | None:
@@ -148,7 +154,56 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 return True
         return await self._start_live(warn, 'this run')
 
-    async def _start_live(self, warn: bool, left_out_of: str) -> bool:
+    def _live(self) -> bool:
+        """Whether this copy holds the live server (a lease of the pool, or an entry of its own)."""
+        return bool(self._leases) or self._entered > 0
+
+    async def _start_live(self, warn: bool, left_out_of: str, *, call: bool = False) -> bool:
+        """Lease the server from the pool (started when none runs on this loop), or enter it (not pooled), and keep
+        its first listing. False when it is not available; a failed call-time start (`call`) keeps the copy's
+        cached listing (the group stays, the next call may try again)."""
+        if self.pool is None:
+            entered = await self._enter_live(warn, left_out_of)
+            if not entered and call:
+                self.start_error = None  # the cached listing stays: the next call tries again
+            return entered
+        offset = self._log_offset()
+        try:
+            leased, started = await self.pool.acquire()
+        except StartFailed as exc:
+            self._unavailable(exc, left_out_of, offset, warn, call)
+            return False
+        self._leases.append(leased)
+        self.wrapped = leased.toolset
+        self.listed = len(leased.tools)
+        self.start_error = None
+        self.start_failure = ''
+        if started:
+            self._remember(leased.tools, leased.ttl_ms)
+        return True
+
+    def _unavailable(self, exc: StartFailed, left_out_of: str, offset: int, warn: bool, call: bool) -> None:
+        """Report a pooled server that did not start (now or earlier): one warning per failed start, saying when
+        the background retry comes."""
+        leased = exc.server
+        retry = (
+            f'it is tried again in the background in {exc.retry_in:.0f} s'
+            if exc.retry_in
+            else 'it is being tried again'
+        )
+        if exc.fresh:
+            text = self.failure(exc.error, 'did not start', offset)
+        else:
+            ago = time.monotonic() - leased.failed_at
+            text = f'{self.failure(exc.error, "did not start", offset)} {ago:.0f} s ago'
+        self.start_failure = text
+        if not call:
+            self.start_error = exc.error if isinstance(exc.error, Exception) else exc
+        if warn and leased.warned < leased.failures:
+            leased.warned = leased.failures
+            logger.warning('%s; group %r is left out of %s; %s', text, group_id(self.server), left_out_of, retry)
+
+    async def _enter_live(self, warn: bool, left_out_of: str) -> bool:
         offset = self._log_offset()
         try:
             await self.wrapped.__aenter__()
@@ -227,7 +282,12 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         path = self.stderr_path
         if path is None:
             return 0
-        if self.private_log and not getattr(self.wrapped, 'is_running', True):
+        if self.pool is not None:
+            current = self.pool.current()
+            running = current is not None and current.state in ('starting', 'up')
+        else:
+            running = getattr(self.wrapped, 'is_running', True)
+        if self.private_log and not running:
             with contextlib.suppress(OSError):
                 path.write_bytes(b'')
         return _log_size(path)
@@ -247,6 +307,9 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     async def __aexit__(self, *args: Any) -> bool | None:
         self.from_cache = False
+        leases, self._leases = self._leases, []
+        for leased in leases:  # the server stays up for later runs (until idle, its loop's end or exit)
+            leased.release()
         if self._entered == 0:  # this entry started nothing (a failure, or a cached listing never called)
             return None
         self._entered, entered = 0, self._entered
@@ -257,7 +320,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         if self.start_error is not None:
             return {}
-        if self.from_cache and self._entered == 0:
+        if self.from_cache and not self._live():
             entry = self.shared.entry
             if entry is None:  # pragma: no cover - from_cache is set only with an entry
                 return {}
@@ -279,11 +342,13 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 stderr), it no longer has the tool, or the tool's schema changed since it was listed: the model is
                 told to search the group again or to use another group.
         """
-        if self.from_cache and self._entered == 0:
+        if self.from_cache and not self._live():
             if self._call_lock is None:
                 self._call_lock = anyio.Lock()
             async with self._call_lock:
-                if self._entered == 0 and not await self._start_live(True, 'this call (other calls try again)'):
+                if not self._live() and not await self._start_live(
+                    True, 'this call', call=True
+                ):
                     raise ModelRetry(
                         f'The MCP server of group {group_id(self.server)!r} could not be started, so {name!r} did '
                         'not run. Use a tool of another group, or tell the user that this server is unavailable.'
@@ -328,7 +393,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         return {name: tool for name, tool in tools.items() if name not in bad}
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
-        if self.start_error is not None or (self.from_cache and self._entered == 0):
+        if self.start_error is not None or (self.from_cache and not self._live()):
             return None
         return await self.wrapped.get_instructions(ctx)
 

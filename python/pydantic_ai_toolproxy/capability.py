@@ -24,6 +24,7 @@ from ._call import dispatching, envelope_retry, search_arguments_retry
 from ._controls import ControlToolset, advertised_controls
 from ._directory import Directory
 from ._instructions import guidance
+from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT
 from ._members import GroupMemberToolset, GroupSourceCapability
 from ._messages import retry, shown
 from ._private import AgentInstructions, DynamicToolset
@@ -187,6 +188,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         lazy: bool | Collection[str] = False,
         listing_cache: str | os.PathLike[str] | ListingStore | None = 'default',
         listing_max_age: float = DEFAULT_MAX_AGE,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> ToolProxyCapability[Any]:
         """One group per server of an `mcpServers` JSON file (Claude Desktop, Claude Code, Cursor), read by Pydantic
         AI's `pydantic_ai.mcp.load_mcp_toolsets` (with its `${VAR}` and `${VAR:-default}` expansion).
@@ -209,12 +212,17 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         and a warning naming the server, with the last lines of its stderr, is logged on the `pydantic_ai_toolproxy`
         logger. A listed tool that cannot be a proxy member (a name such as `""`) is left out with one warning.
 
-        A stdio server runs while a run (or `async with agent:`) holds it and stops when the last one leaves (its
-        transport's `keep_alive` is turned off, so no server outlives the run that started it, and each event loop
-        starts its own). Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a folder, else to
-        a private temporary file of this process.
+        A stdio server is started by the first run (or `async with agent:`) that needs it and kept for the later
+        runs on the same event loop, as Pydantic AI keeps it: the second run starts nothing. It stops when no run
+        has used it for `idle_timeout` seconds (None: never while its loop lives), when its event loop ends
+        (`asyncio.run` returns), or at interpreter exit (also on a SIGTERM left at Python's default); each event
+        loop has its own process. Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a
+        folder, else to a private temporary file of this process.
 
-        Servers start concurrently at run entry (six servers take about the slowest one's start). With `lazy=True`
+        Servers start concurrently at run entry, a few at a time (`_mcp_pool.start_slots`), each within
+        `start_timeout` seconds counted from its own slot (an entry's `startup_timeout_sec` or `startup_timeout_ms`
+        key wins). A server that did not start costs only the run that found it: later runs leave its group out at
+        once, and it is retried in the background after 30 s (doubling up to 10 minutes). With `lazy=True`
         (or a collection of server names), a server whose listing is in `listing_cache` and fresh is not started at
         run entry: search ranks its cached tools, and the first `call_proxy_tool` of one of its tools starts it
         inside the run (with Pydantic AI's own MCP client, stopped when the run ends). A server without a fresh
@@ -229,13 +237,21 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a server name
                 that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
                 no server of the file, or an invalid description (naming the group), `lazy` naming a server the
-                file does not have, or a `listing_max_age` that is not a positive number.
+                file does not have, a `listing_max_age`, `start_timeout`, `idle_timeout` (unless None) or entry
+                start timeout that is not a positive number.
             TypeError: `lazy` or `listing_cache` of another type.
         """
         from ._mcp_config import mcp_groups
 
         groups = mcp_groups(
-            path, descriptions, server_log, lazy=lazy, listing_cache=listing_cache, max_age=listing_max_age
+            path,
+            descriptions,
+            server_log,
+            lazy=lazy,
+            listing_cache=listing_cache,
+            max_age=listing_max_age,
+            start_timeout=start_timeout,
+            idle_timeout=idle_timeout,
         )
         return cls(groups=groups, config=config)
 
