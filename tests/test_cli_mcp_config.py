@@ -105,7 +105,7 @@ def test_a_server_silent_at_listing_is_left_out_within_seconds(tmp_path: Path) -
     import time
 
     found = servers()
-    found['silent'] = {'command': sys.executable, 'args': [HOSTILE, '--on-list', 'hang']}
+    found['silent'] = {'command': sys.executable, 'args': [HOSTILE, '--on-list', 'hang'], 'startup_timeout_sec': 5}
     path = tmp_path / 'mcp.json'
     path.write_text(json.dumps({'mcpServers': found}))
     started = time.monotonic()
@@ -113,4 +113,7 @@ def test_a_server_silent_at_listing_is_left_out_within_seconds(tmp_path: Path) -
     assert time.monotonic() - started < 60  # not Pydantic AI's 300 s read_timeout
     assert proc.returncode == 0, proc.stderr
     assert [g['name'] for g in json.loads(proc.stdout)['groups']] == ['notes_server', 'hostile']
-    assert "MCP server 'silent'" in proc.stderr and 'no answer to tools/list within 5 s' in proc.stderr
+    assert (
+        "MCP server 'silent'" in proc.stderr
+        and 'no answer to tools/list within the start timeout of 5 s' in proc.stderr
+    )

@@ -7,6 +7,7 @@ example server with `--fail-startup` (it exits with status 1 before speaking MCP
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -103,8 +104,8 @@ async def test_env_vars_in_the_file_are_expanded_by_pydantic_ai(tmp_path: Path, 
     [
         pytest.param(notes('--fail-startup'), id='exits-at-startup'),
         pytest.param({'command': str(ROOT / 'no-such-server-binary')}, id='missing-executable'),
-        # Silent past Pydantic AI's 5 s `init_timeout` (the MCPToolset default load_mcp_toolsets keeps).
-        pytest.param(notes('--startup-delay', '60'), id='hangs-at-startup'),
+        # Silent past its start timeout (the entry's own key, as other MCP clients' files set it).
+        pytest.param({**notes('--startup-delay', '60'), 'startup_timeout_sec': 3}, id='hangs-at-startup'),
     ],
 )
 async def test_a_server_that_does_not_start_leaves_the_others_working(
@@ -144,7 +145,7 @@ def hostile(*extra: str) -> dict[str, Any]:
         pytest.param(hostile('--bad-name'), id='invalid-listing'),
         pytest.param(hostile('--on-list', 'exit'), id='exits-at-listing'),
         # Initialized, then silent at `tools/list`: bounded like the start, not Pydantic AI's 300 s `read_timeout`.
-        pytest.param(hostile('--on-list', 'hang'), id='hangs-at-listing'),
+        pytest.param({**hostile('--on-list', 'hang'), 'startup_timeout_sec': 3}, id='hangs-at-listing'),
     ],
 )
 async def test_a_server_whose_tool_listing_fails_leaves_the_others_working(
@@ -166,8 +167,8 @@ async def test_a_server_whose_tool_listing_fails_leaves_the_others_working(
     assert "group 'broken' is left out of this run" in warnings[0]
     assert group_enum(script) == ['notes']
     assert '"title":"t"' in last_return(result.all_messages(), CALL).model_response_str().replace(' ', '')
-    broken_toolset = proxy.groups['broken'].source.wrapped  # type: ignore[union-attr]
-    assert not broken_toolset.is_running  # the failed start was undone
+    pool = proxy.groups['broken'].source.pool  # type: ignore[union-attr]
+    assert pool.current().state == 'failed'  # the failed start was undone (nothing entered, no process kept)
 
 
 async def test_a_run_cancelled_while_a_server_lists_its_tools_stops_the_server(tmp_path: Path) -> None:
@@ -177,8 +178,10 @@ async def test_a_run_cancelled_while_a_server_lists_its_tools_stops_the_server(t
     proxy = ToolProxyCapability.from_mcp_config(path)
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(Agent(Script(['done']).model, capabilities=[proxy]).run('x'), timeout=2)
+    # the starts go on in their keepers (for the next run), bounded by their own timeout; stopping them ends both
+    await proxy.stop_mcp_servers()
     for group in ('silent', 'notes'):
-        assert not proxy.groups[group].source.wrapped.is_running, group  # type: ignore[union-attr]
+        assert proxy.groups[group].source.pool.current().state in ('stopped', 'failed'), group  # type: ignore[union-attr]
 
 
 async def test_a_server_whose_listing_fails_later_is_left_out_of_the_rest_of_the_run(
@@ -211,7 +214,14 @@ async def test_a_server_whose_listing_fails_later_is_left_out_of_the_rest_of_the
     assert "Unknown group 'flaky'. Current groups: notes." in calls[2]
 
 
-async def test_a_server_that_failed_is_started_again_by_the_next_run(tmp_path: Path) -> None:
+async def test_a_server_that_failed_is_started_again_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run that found the failure pays for it; the pool retries it in the background after the back-off (here
+    0.2 s), and a later run finds it up without starting it."""
+    from pydantic_ai_toolproxy import _mcp_pool
+
+    monkeypatch.setattr(_mcp_pool, 'RETRY_AFTER', 0.2)
     ready = tmp_path / 'ready'
     starter = (
         'import os, runpy, sys\n'
@@ -225,9 +235,15 @@ async def test_a_server_that_failed_is_started_again_by_the_next_run(tmp_path: P
     await Agent(first.model, capabilities=[proxy]).run('x')
     assert group_enum(first) == ['notes']
     ready.write_text('')
+    pool = proxy.groups['late'].source.pool  # type: ignore[union-attr]
+    for _ in range(200):  # the background retry: after 0.2 s, then the start itself
+        if pool.current().state == 'up':
+            break
+        await asyncio.sleep(0.05)
     second = Script(['done'])
     await Agent(second.model, capabilities=[proxy]).run('x')
     assert group_enum(second) == ['late', 'notes']
+    await proxy.stop_mcp_servers()
 
 
 async def test_servers_stay_up_across_runs_inside_async_with_agent(tmp_path: Path) -> None:
@@ -318,6 +334,7 @@ async def test_concurrent_runs_share_the_servers_and_each_leaves_the_failing_one
     results = await asyncio.gather(*(Agent(s.model, capabilities=[proxy]).run('x') for s in scripts))
     assert [last_return(r.all_messages(), CALL).content for r in results] == [273.15, 0.0]
     assert [group_enum(s) for s in scripts] == [['notes'], ['notes']]
-    # Both runs ended: the notes server's MCPToolset is closed again (entered and exited in pairs).
-    notes_toolset = proxy.groups['notes'].source.wrapped  # type: ignore[union-attr]
-    assert not notes_toolset.is_running
+    # Both runs ended: they shared one notes process, kept for the next run, and released it (leases in pairs).
+    pool = proxy.groups['notes'].source.pool  # type: ignore[union-attr]
+    assert pool.starts == 1 and pool.current().users == 0
+    assert await proxy.stop_mcp_servers() == 1

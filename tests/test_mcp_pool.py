@@ -195,7 +195,10 @@ async def test_a_start_timeout_is_reported_as_one_with_its_setting(
         await Agent(script.model, capabilities=[ToolProxyCapability.from_mcp_config(path, listing_cache=None)]).run('x')
     assert group_enum(script) == ['ok']
     [warning] = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
-    assert "MCP server 'slow' did not start (StartTimeout: no complete start within 1 s" in warning
+    assert (
+        "MCP server 'slow' did not start (StartTimeout: no answer to initialize within the start timeout of 1 s"
+        in warning
+    )
     assert 'startup_timeout_sec' in warning and 'start_timeout' in warning
 
 

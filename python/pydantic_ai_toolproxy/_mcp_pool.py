@@ -160,8 +160,9 @@ class LoopServer:
                         entered = True
                         tools, ttl = await first_listing_with_ttl(toolset, timeout=None)
                 except TimeoutError as exc:
+                    step = 'tools/list' if entered else 'initialize'
                     raise StartTimeout(
-                        f'no complete start within {timeout:g} s (spawn, initialize and tools/list); raise it with '
+                        f'no answer to {step} within the start timeout of {timeout:g} s; raise it with '
                         'from_mcp_config(start_timeout=...) or the entry\'s "startup_timeout_sec"'
                     ) from exc
         except BaseException as exc:
@@ -184,8 +185,9 @@ class LoopServer:
         finally:
             self.state = 'stopped'
             _LIVE.discard(self)
-            with anyio.CancelScope(shield=True):
-                await _exit_quietly(toolset)
+            if _loop_running():  # else its loop was closed under it (not by asyncio.run): nothing can await here,
+                with anyio.CancelScope(shield=True):  # and the server sees its stdin close when this process ends
+                    await _exit_quietly(toolset)
 
     def _failed(self, exc: BaseException) -> None:
         self.state = 'failed'
@@ -262,6 +264,14 @@ class LoopServer:
         task = self._task
         if task is not None and not task.done():
             await asyncio.wait({task})
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 async def _exit_quietly(toolset: Any) -> None:

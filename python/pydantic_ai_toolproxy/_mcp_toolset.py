@@ -346,9 +346,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             if self._call_lock is None:
                 self._call_lock = anyio.Lock()
             async with self._call_lock:
-                if not self._live() and not await self._start_live(
-                    True, 'this call', call=True
-                ):
+                if not self._live() and not await self._start_live(True, 'this call', call=True):
                     raise ModelRetry(
                         f'The MCP server of group {group_id(self.server)!r} could not be started, so {name!r} did '
                         'not run. Use a tool of another group, or tell the user that this server is unavailable.'

@@ -177,6 +177,24 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             children.append(ProxyGuidance(runtime))
         WrapperCapability.__init__(self, wrapped=CombinedCapability(children))
 
+    async def stop_mcp_servers(self) -> int:
+        """Stop the stdio MCP servers of this capability's `mcpServers` groups (`from_mcp_config`) that run on the
+        running event loop, and wait until their processes ended; a later run starts them again. For a host's
+        shutdown (a web app's lifespan) or a test: servers otherwise stop when idle, when their event loop ends, or
+        at exit. Returns how many were running.
+        """
+        from ._mcp_toolset import MCPServerToolset
+
+        stopped = 0
+        for group in self.groups.values():
+            source = group.source
+            if isinstance(source, MCPServerToolset) and source.pool is not None:
+                current = source.pool.current()
+                if current is not None and current.state in ('starting', 'up'):
+                    stopped += 1
+                await source.pool.aclose()
+        return stopped
+
     @classmethod
     def from_mcp_config(
         cls,
