@@ -204,7 +204,7 @@ class LoopServer:
     def backoff(self) -> float:
         """Seconds between the last failure and the background retry: `RETRY_AFTER`, doubled per further failure
         up to `RETRY_AFTER_MAX`."""
-        return min(RETRY_AFTER_MAX, RETRY_AFTER * 2 ** min(self.failures - 1, 16))
+        return float(min(RETRY_AFTER_MAX, RETRY_AFTER * 2.0 ** min(self.failures - 1, 16)))
 
     def retry_in(self) -> float:
         """Seconds left before the background retry (0 when due or under way)."""
