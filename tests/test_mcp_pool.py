@@ -13,6 +13,7 @@ with `--pid-file`), counted by PID.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -234,9 +235,9 @@ async def test_a_lazy_server_whose_start_fails_keeps_its_group(tmp_path: Path, p
     entry = server(pids, '--version-file', str(version))
     path = write(tmp_path, {'flaky': entry, 'ok': server(pids)})
     cache = tmp_path / 'listings.sqlite'
-    await Agent(
-        Script(['done']).model, capabilities=[ToolProxyCapability.from_mcp_config(path, listing_cache=cache)]
-    ).run('fill the cache')
+    filler = ToolProxyCapability.from_mcp_config(path, listing_cache=cache)
+    await Agent(Script(['done']).model, capabilities=[filler]).run('fill the cache')
+    await filler.stop_mcp_servers()  # the next start of 'flaky' is the crashing one
     version.write_text('crash')
     proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=cache)
     script = Script(
@@ -250,3 +251,22 @@ async def test_a_lazy_server_whose_start_fails_keeps_its_group(tmp_path: Path, p
     assert 'could not be started' in str(last_return(result.all_messages(), CALL).content)
     assert group_enum(script, 1) == ['flaky', 'ok']  # the group stays
     assert page_of(last_return(result.all_messages(), SEARCH))['tools'][0]['tool'] == 'plain_tool'
+
+
+def test_a_capability_built_per_request_shares_the_running_servers(tmp_path: Path, pids: Path) -> None:
+    """A web app that builds `from_mcp_config` in each request handler: the capabilities share one process per
+    server (they do not each start, and keep, their own), and a capability gone with its request leaves nothing
+    running once the loop ends."""
+    path = write(tmp_path, {'a': server(pids), 'b': server(pids)})
+
+    async def requests() -> None:
+        for _ in range(3):
+            proxy = ToolProxyCapability.from_mcp_config(path, listing_cache=None)
+            result = await Agent(call('a').model, capabilities=[proxy]).run('x')
+            assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
+            del proxy, result
+            gc.collect()
+        assert len(started(pids)) == 2 and len(running(pids)) == 2
+
+    asyncio.run(requests())
+    assert alive(pids) == []

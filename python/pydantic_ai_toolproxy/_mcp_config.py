@@ -45,7 +45,7 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
-from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, ServerPool
+from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, shared_pool
 from ._mcp_server import (
     LISTING_TIMEOUT,
     first_listing,
@@ -236,8 +236,11 @@ def mcp_groups(
         named[gid] = server
         stderr_path = prepare_transport(toolset, server, server_log)
         factory = stdio_factory(toolset, timeouts[server])
+        key = listing_key(server, getattr(getattr(toolset, 'client', None), 'transport', None))
         pool = (
-            ServerPool(server, factory, start_timeout=timeouts[server], idle_timeout=idle_timeout)
+            shared_pool(
+                (key, str(stderr_path)), server, factory, start_timeout=timeouts[server], idle_timeout=idle_timeout
+            )
             if factory is not None
             else None
         )
@@ -248,7 +251,7 @@ def mcp_groups(
             private_log=server_log is None,
             lazy=server in lazy_servers,
             listing_store=store,
-            cache_key=listing_key(server, getattr(getattr(toolset, 'client', None), 'transport', None)),
+            cache_key=key,
             max_age=float(max_age),
             pool=pool,
         )

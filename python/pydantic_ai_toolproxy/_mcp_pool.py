@@ -44,6 +44,7 @@ __all__ = (
     'LoopServer',
     'ServerPool',
     'StartFailed',
+    'shared_pool',
     'start_slots',
 )
 
@@ -356,6 +357,29 @@ class ServerPool:
         current = self._by_loop.get(asyncio.get_running_loop())
         if current is not None:
             await current.stopped()
+
+
+_POOLS: dict[tuple[object, ...], ServerPool] = {}
+"""The pools of this process, by what defines a server's process and its settings (`shared_pool`)."""
+
+
+def shared_pool(
+    key: tuple[object, ...],
+    server: str,
+    make_toolset: Callable[[], Any],
+    *,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+) -> ServerPool:
+    """The process-wide `ServerPool` of the server `key` names (its listing key, which hashes its command line,
+    folder and environment, and its stderr file), made on first use: capabilities built from the same file (one per
+    request, say) share the running processes instead of each starting its own, and a pool outlives the capability
+    that made it, so its servers are still stopped when idle, at their loop's end or at exit."""
+    full = (*key, start_timeout, idle_timeout)
+    pool = _POOLS.get(full)
+    if pool is None:
+        pool = _POOLS[full] = ServerPool(server, make_toolset, start_timeout=start_timeout, idle_timeout=idle_timeout)
+    return pool
 
 
 _LIVE: weakref.WeakSet[LoopServer] = weakref.WeakSet()
