@@ -331,10 +331,11 @@ async def test_concurrent_runs_share_the_servers_and_each_leaves_the_failing_one
             {'value': 32, 'from_unit': 'fahrenheit', 'to_unit': 'celsius'},
         )
     ]
+    pool = proxy.groups['notes'].source.pool  # type: ignore[union-attr]  # process-wide: other tests used it too
+    before = pool.starts
     results = await asyncio.gather(*(Agent(s.model, capabilities=[proxy]).run('x') for s in scripts))
     assert [last_return(r.all_messages(), CALL).content for r in results] == [273.15, 0.0]
     assert [group_enum(s) for s in scripts] == [['notes'], ['notes']]
     # Both runs ended: they shared one notes process, kept for the next run, and released it (leases in pairs).
-    pool = proxy.groups['notes'].source.pool  # type: ignore[union-attr]
-    assert pool.starts == 1 and pool.current().users == 0
+    assert pool.starts - before == 1 and pool.current().users == 0
     assert await proxy.stop_mcp_servers() == 1
