@@ -6,8 +6,9 @@ one `MCPToolset` per server (id = the server name) inside a `PrefixedToolset` na
 is taken off, because the group already says which server a tool comes from, so each group lists its tools under
 the server's own names.
 
-Group ids (`group_id`): a server name is made a group id by one documented rule, and a name the rule cannot make
-valid, or two names the rule makes equal, fail at construction with an error naming the server(s).
+Group ids (`group_ids`): every server name is made a valid, distinct group id by one documented rule (a name too
+long or with nothing usable is cut and given a short hash of itself; two names the rule makes equal are told
+apart the same way), so no file is refused for its server names.
 
 A server that does not start: Pydantic AI builds the toolsets without starting anything, and starts each server
 when a run (or `async with agent:`) enters its toolset, where a bare `MCPToolset` that fails fails the whole run.
@@ -52,7 +53,7 @@ from ._mcp_server import (
     stderr_tail,
 )
 from ._mcp_toolset import MCPServerToolset
-from ._names import group_id
+from ._names import group_id, group_ids
 from .group import ToolProxyGroup
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ServerListing, listing_key, open_listing_store
 
@@ -106,7 +107,8 @@ def mcp_groups(
     listing_cache: object = 'default',
     max_age: float = DEFAULT_MAX_AGE,
 ) -> dict[str, ToolProxyGroup[Any]]:
-    """Group id -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's order.
+    """Group id (`group_ids`) -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's
+    order.
 
     Args:
         path: The JSON file (`~` expanded), read by `pydantic_ai.mcp.load_mcp_toolsets` (paths inside it, such as a stdio
@@ -127,8 +129,7 @@ def mcp_groups(
         OSError: a missing or unreadable file (from `load_mcp_toolsets`).
         ValueError: what else `load_mcp_toolsets` raises (invalid JSON, an entry that is not an MCP server, an
             undefined `${VAR}`), with the file named.
-        ValueError: a server name that cannot be a group id, two server names with one group id (naming both),
-            or a `descriptions` key that names no server of the file.
+        ValueError: a `descriptions` key that names no server of the file.
         TypeError: `descriptions` is not a mapping of str to str, `lazy` is neither a bool nor a collection of
             str, or `listing_cache` is of another type.
         ValueError: `lazy` names a server the file does not have, or `max_age` is not a positive number.
@@ -174,19 +175,14 @@ def mcp_groups(
             f'(its servers: {", ".join(map(repr, servers)) or "none"})'
         )
     groups: dict[str, ToolProxyGroup[Any]] = {}
-    named: dict[str, str] = {}
+    ids = group_ids(servers)
     for server, toolset in servers.items():
-        gid = group_id(server)
-        if gid in named:
-            raise ValueError(
-                f'MCP servers {named[gid]!r} and {server!r} both become ToolProxy group {gid!r}; '
-                'rename one of them in the mcpServers file'
-            )
-        named[gid] = server
-        stderr_path = prepare_transport(toolset, server, server_log)
+        gid = ids[server]
+        stderr_path = prepare_transport(toolset, gid, server_log)  # `<gid>.log`: a valid group id is its own id
         source = MCPServerToolset(
             toolset,
             server=server,
+            group=gid,
             stderr_path=stderr_path,
             private_log=server_log is None,
             lazy=server in lazy_servers,

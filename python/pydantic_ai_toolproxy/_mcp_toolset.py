@@ -70,6 +70,8 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     """
 
     server: str = ''
+    group: str = ''
+    """The server's group id (`_names.group_ids`: distinct within its file); '' means `group_id(server)`."""
     stderr_path: Path | None = None
     """The file the server's stderr goes to (`prepare_transport`), None when it is no stdio process."""
     private_log: bool = True
@@ -100,6 +102,11 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     @property
     def id(self) -> str | None:
         return self.wrapped.id
+
+    @property
+    def group_name(self) -> str:
+        """The server's group id: `group`, else `group_id(server)`."""
+        return self.group or group_id(self.server)
 
     @property
     def label(self) -> str:
@@ -243,7 +250,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         self.start_error = exc
         self.start_failure = self.failure(exc, what, offset)
         if warn:
-            logger.warning('%s; group %r is left out of %s', self.start_failure, group_id(self.server), left_out_of)
+            logger.warning('%s; group %r is left out of %s', self.start_failure, self.group_name, left_out_of)
 
     async def __aexit__(self, *args: Any) -> bool | None:
         self.from_cache = False
@@ -322,7 +329,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                     'MCP server %r listed a tool %r that is left out of group %r: %s',
                     self.server,
                     name,
-                    group_id(self.server),
+                    self.group_name,
                     why,
                 )
         return {name: tool for name, tool in tools.items() if name not in bad}

@@ -203,7 +203,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         ```
 
         Each group lists its tools under the server's own names (not Pydantic AI's per-server prefix). The group id
-        is the server name made valid by `_mcp_config.group_id` (e.g. `my server.v2` -> `my_server_v2`); the
+        is the server name made valid by `_names.group_ids` (e.g. `my server.v2` -> `my_server_v2`, a name too long
+        or taken cut and given a 6-hex-digit hash of itself); the
         description is `descriptions[server]` or `Tools of the MCP server "<server>"`. A server that does not start
         is caught when a run enters it (where Pydantic AI would fail the run): that run goes on without its group,
         and a warning naming the server, with the last lines of its stderr, is logged on the `pydantic_ai_toolproxy`
@@ -226,9 +227,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
 
         Raises:
             OSError: a missing or unreadable file.
-            ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a server name
-                that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
-                no server of the file, or an invalid description (naming the group), `lazy` naming a server the
+            ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a
+                `descriptions` key that is no server of the file, or an invalid description (naming the group), `lazy` naming a server the
                 file does not have, or a `listing_max_age` that is not a positive number.
             TypeError: `lazy` or `listing_cache` of another type.
         """

@@ -15,6 +15,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
+from .._mcp_toolset import MCPServerToolset
 from ._hybrid import cached_coverage, describe_cache, quiet_vectors
 from ._probe import ProbeRun, definition_bytes, grouped_members, probe, text_bytes
 from ._progress import Progress
@@ -90,6 +91,7 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
                 'description': group.description,
                 'tools': len(members[name]),
                 'sources': surface.group_origins[name],
+                'server': _server_name(group.source),
             }
             for name, group in surface.groups.items()
         ],
@@ -105,10 +107,16 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
     }
 
 
+def _server_name(source: object) -> str | None:
+    """The name in its `mcpServers` file of the server a group was made from (None for other sources)."""
+    return source.server if isinstance(source, MCPServerToolset) else None
+
+
 async def run_inspect(surface: Surface, out: Output, progress: Progress, *, full: bool = False) -> int:
     """Print the groups and the per-request bytes; exit status 0, or 1 when the proxy cannot prepare.
 
-    JSON document: `config`; `groups` (`name`, `description`, `tools`, `sources`); `grouped_tools`; `hybrid` (null
+    JSON document: `config`; `groups` (`name`, `description`, `tools`, `sources`, `server`: the name in its
+    `mcpServers` file of the server the group was made from, else null); `grouped_tools`; `hybrid` (null
     without an embedder; else `embedder`, `store_key`, `semantic_weight`, `cache` and `with_vectors` of `tools`:
     the tool texts that already have a vector in the embedding cache, looked up without calling the embedder);
     `direct_tools` (names offered either way); `per_request.proxy` (`controls` with their `bytes`,
@@ -153,10 +161,16 @@ def _print(doc: dict[str, Any], out: Output, full: bool) -> None:
         )
         out.line(f'embedding cache {describe_cache(hybrid["cache"])}')
     out.line()
-    out.table(
-        [Column('group'), Column('tools', 'right'), Column('description', max_width=72)],
-        [[g['name'], num(g['tools']), g['description']] for g in groups],
-    )
+    if any(g['server'] is not None and g['server'] != g['name'] for g in groups):  # which server became which group
+        out.table(
+            [Column('group'), Column('MCP server'), Column('tools', 'right'), Column('description', max_width=60)],
+            [[g['name'], g['server'] or '', num(g['tools']), g['description']] for g in groups],
+        )
+    else:
+        out.table(
+            [Column('group'), Column('tools', 'right'), Column('description', max_width=72)],
+            [[g['name'], num(g['tools']), g['description']] for g in groups],
+        )
     out.line()
     proxy, direct = per['proxy'], per['direct']
     if 'error' in direct:
