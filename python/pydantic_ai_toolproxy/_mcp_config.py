@@ -52,7 +52,7 @@ from ._mcp_server import (
     server_log_path,
     stderr_tail,
 )
-from ._mcp_toolset import MCPServerToolset
+from ._mcp_toolset import MCPServerToolset, load_entries
 from ._names import group_id, group_ids
 from .group import ToolProxyGroup
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ServerListing, listing_key, open_listing_store
@@ -176,6 +176,7 @@ def mcp_groups(
         )
     groups: dict[str, ToolProxyGroup[Any]] = {}
     ids = group_ids(servers)
+    sources: dict[str, MCPServerToolset[Any]] = {}
     for server, toolset in servers.items():
         gid = ids[server]
         stderr_path = prepare_transport(toolset, gid, server_log)  # `<gid>.log`: a valid group id is its own id
@@ -190,12 +191,15 @@ def mcp_groups(
             cache_key=listing_key(server, getattr(getattr(toolset, 'client', None), 'transport', None)),
             max_age=float(max_age),
         )
-        given = (descriptions or {}).get(server)
+        sources[gid] = source
+    load_entries(list(sources.values()))  # every cached entry in one bounded wait, not one per server
+    for gid, source in sources.items():
+        given = (descriptions or {}).get(source.server)
         if given is not None:
             groups[gid] = ToolProxyGroup(source=source, description=given)
             continue
         try:
-            groups[gid] = ToolProxyGroup(source=source, description=described(server, source.cached_entry()))
+            groups[gid] = ToolProxyGroup(source=source, description=described(source.server, source.cached_entry()))
         except ValueError:  # what the server said is no valid description: the default one
-            groups[gid] = ToolProxyGroup(source=source, description=default_description(server))
+            groups[gid] = ToolProxyGroup(source=source, description=default_description(source.server))
     return groups

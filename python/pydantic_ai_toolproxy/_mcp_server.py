@@ -121,12 +121,13 @@ async def tools_from_listing(toolset: Any, entry: ServerListing, ctx: RunContext
     """The tools `toolset` (an `MCPToolset`) would list if its server answered `entry`'s listing: Pydantic AI's own
     `MCPToolset.get_tools` run over the cached MCP `Tool` objects.
 
+    The cached tools are validated once per entry (`ServerListing.mcp_tools`, done when the entry is read), not at
+    each step.
+
     Raises:
         ValueError: an entry whose tools the MCP SDK rejects (pydantic's `ValidationError`).
     """
-    from mcp.types import Tool
-
-    tools = [Tool.model_validate(tool) for tool in entry.tools]
+    tools = entry.mcp_tools()
     listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
     return listed
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Self
 
 import anyio
+import anyio.to_thread
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
@@ -35,6 +37,12 @@ from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
 
+STORE_TIMEOUT = 2.0
+"""Seconds the listing cache may take to read the entries of one file's servers (all at once, at construction) or
+to answer one read at run time; a store past it counts as empty (one warning). Writes never wait: they run in a
+thread of their own."""
+
+
 @dataclass
 class _Shared:
     """What the run copies of one `MCPServerToolset` share: the listing cache entry and the log-once flags."""
@@ -45,6 +53,96 @@ class _Shared:
     store_failed: bool = False
     left_out: set[str] = field(default_factory=set)
     """Names of listed tools already warned about as unusable (one warning each per server)."""
+    write: threading.Thread | None = None
+    """The thread storing the last live listing (None: nothing written yet)."""
+    written: bool | None = None
+    """Whether the last write stored the listing (None: none finished yet)."""
+
+
+_writes: dict[tuple[int, str], threading.Thread] = {}
+"""(id of the store, key) -> the thread writing that entry now: a read of the same key in this process waits for it
+(bounded like every read), so a run reads what the previous run stored."""
+_writes_lock = threading.Lock()
+
+
+def _read_entry(store: ListingStore, key: str, timeout: float = STORE_TIMEOUT) -> ServerListing | None:
+    """`store.get(key)` with its tools validated (`ServerListing.mcp_tools`), in a worker thread, after this
+    process's write of that key (if one is under way, waited for up to `timeout` seconds).
+
+    Raises:
+        Exception: what the store raises, or ValueError for an entry whose tools the MCP SDK rejects.
+    """
+    with _writes_lock:
+        writing = _writes.get((id(store), key))
+    if writing is not None:
+        writing.join(timeout)
+    entry = store.get(key)
+    if entry is not None and not isinstance(entry, ServerListing):
+        raise TypeError(f'{type(store).__name__}.get returned a {type(entry).__name__}, not a ServerListing')
+    if entry is not None:
+        entry.mcp_tools()
+    return entry
+
+
+def load_entries(toolsets: list[MCPServerToolset[Any]], timeout: float = STORE_TIMEOUT) -> None:
+    """Read the listing cache entries of `toolsets` not loaded yet, all within `timeout` seconds (one worker thread
+    per store, each reading its keys one after another; the caller waits at most `timeout` in all, never once per
+    server). An entry the store could not give in time, or that raised, counts as missing (one warning per
+    toolset's store, `_store_failed`); an entry whose tools the MCP SDK rejects counts as missing too (one warning
+    naming the server)."""
+    pending = [ts for ts in toolsets if not ts.shared.loaded and ts.listing_store is not None]
+    if not pending:
+        return
+    by_store: dict[int, list[MCPServerToolset[Any]]] = {}
+    for ts in pending:
+        by_store.setdefault(id(ts.listing_store), []).append(ts)
+    results: dict[int, tuple[bool, object]] = {}
+
+    def read(group: list[MCPServerToolset[Any]]) -> None:
+        for ts in group:
+            assert ts.listing_store is not None
+            try:
+                results[id(ts)] = (True, _read_entry(ts.listing_store, ts.cache_key))
+            except Exception as exc:
+                results[id(ts)] = (False, exc)
+
+    threads = [
+        threading.Thread(target=read, args=(group,), name='toolproxy-listing-read', daemon=True)
+        for group in by_store.values()
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    late = TimeoutError(f'no answer within {timeout:g} s')
+    for group in by_store.values():
+        failed: list[tuple[MCPServerToolset[Any], BaseException]] = []
+        for ts in group:
+            ok, found = results.get(id(ts), (False, late))
+            ts.shared.loaded = True
+            if ok:
+                ts.shared.entry = found if isinstance(found, ServerListing) else None
+            elif isinstance(found, ValueError):
+                logger.warning(
+                    'MCP listing cache entry of server %r is unreadable (%s); it counts as missing',
+                    ts.server,
+                    (str(found).splitlines() or [''])[0][:300],
+                )
+            else:
+                failed.append((ts, found if isinstance(found, BaseException) else late))
+        if failed:  # one warning per store, naming its servers
+            for ts, _ in failed:
+                ts.shared.store_failed = True
+            exc = failed[0][1]
+            logger.warning(
+                'MCP listing cache %r failed (%s: %s) for %s %s; started as without a cache',
+                failed[0][0].listing_store,
+                type(exc).__name__,
+                exc,
+                'server' if len(failed) == 1 else 'servers',
+                ', '.join(repr(ts.server) for ts, _ in failed),
+            )
 
 
 @dataclass
@@ -180,18 +278,24 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         return True
 
     def cached_entry(self) -> ServerListing | None:
-        """The listing cache's entry for this server (read from the store once per process), or None."""
-        shared = self.shared
-        if not shared.loaded and self.listing_store is not None:
-            shared.loaded = True
-            try:
-                shared.entry = self.listing_store.get(self.cache_key)
-            except Exception as exc:
-                self._store_failed(exc)
-        return shared.entry
+        """The listing cache's entry for this server, or None: the one `load_entries` read (at construction, for
+        all servers of the file at once), else read now within `STORE_TIMEOUT` seconds (once per process; a
+        store past it, failing, or holding an entry the MCP SDK rejects counts as holding none). Call
+        `load_entry` from a running event loop."""
+        if not self.shared.loaded:
+            load_entries([self])
+        return self.shared.entry
+
+    async def load_entry(self) -> ServerListing | None:
+        """`cached_entry` off the event loop: a read not done yet runs in a worker thread (the loop never waits
+        for the store)."""
+        if not self.shared.loaded:
+            await anyio.to_thread.run_sync(load_entries, [self], abandon_on_cancel=True)
+        return self.shared.entry
 
     def _remember(self, tools: list[Any], ttl_ms: int | None) -> None:
-        """Keep what a live start listed, in memory and in the store (a store failure is logged once)."""
+        """Keep what a live start listed, in memory at once and in the store by a worker thread (the caller never
+        waits for the store: `wait_stored`); a store failure is logged once."""
         info = getattr(self.wrapped, '_server_info', None)
         try:
             entry = ServerListing(
@@ -202,7 +306,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 instructions=_text_attr(self.wrapped, 'instructions'),
                 fetched_at=time.time(),
                 ttl_ms=ttl_ms,
-            )
+            ).with_mcp_tools(tools)
         except Exception as exc:  # a listing that cannot be dumped as JSON: not cached
             self._store_failed(exc)
             return
@@ -211,11 +315,43 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         if shared.entry is not None and shared.entry.tools == entry.tools and shared.entry.fresh(self.max_age):
             return  # unchanged and fresh: no write
         shared.entry = entry
-        if self.listing_store is not None:
+        store = self.listing_store
+        if store is None:
+            return
+
+        slot = (id(store), self.cache_key)
+        before = shared.write
+
+        def write() -> None:
             try:
-                self.listing_store.put(self.cache_key, entry)
+                if before is not None:  # writes of one server land in the order they were made
+                    before.join()
+                store.put(self.cache_key, entry)
             except Exception as exc:
+                shared.written = False
                 self._store_failed(exc)
+            else:
+                shared.written = True
+            finally:
+                with _writes_lock:
+                    if _writes.get(slot) is thread:
+                        del _writes[slot]
+
+        shared.written = None
+        thread = threading.Thread(target=write, name='toolproxy-listing-write', daemon=True)
+        with _writes_lock:
+            _writes[slot] = shared.write = thread
+        thread.start()
+
+    def wait_stored(self, timeout: float = STORE_TIMEOUT) -> bool:
+        """Wait up to `timeout` seconds for the last live listing's write to the store; whether it was stored
+        (False: no store, no write, a store failure, or not done in time). Blocks: call it in a worker thread from
+        an event loop."""
+        write = self.shared.write
+        if write is None:
+            return False
+        write.join(timeout)
+        return self.shared.written is True
 
     def _store_failed(self, exc: BaseException) -> None:
         if not self.shared.store_failed:
