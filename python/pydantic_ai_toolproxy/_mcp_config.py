@@ -45,6 +45,8 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
+from ._mcp_describe import MAX_DESCRIPTION_CHARS, default_description, described
+from ._mcp_noise import quiet_stdout
 from ._mcp_server import (
     LISTING_TIMEOUT,
     first_listing,
@@ -55,12 +57,14 @@ from ._mcp_server import (
 from ._mcp_toolset import MCPServerToolset, load_entries
 from ._names import group_id, group_ids
 from .group import ToolProxyGroup
-from .mcp_listing_cache import DEFAULT_MAX_AGE, ServerListing, listing_key, open_listing_store
+from .mcp_listing_cache import DEFAULT_MAX_AGE, listing_key, open_listing_store
 
 __all__ = (
     'LISTING_TIMEOUT',
+    'MAX_DESCRIPTION_CHARS',
     'MCPServerToolset',
     'default_description',
+    'described',
     'first_listing',
     'group_id',
     'mcp_groups',
@@ -69,33 +73,6 @@ __all__ = (
 )
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
-
-
-MAX_DESCRIPTION_CHARS = 512
-"""Most characters of a group description taken from what a server says about itself."""
-
-
-def described(server: str, entry: ServerListing | None) -> str:
-    """A group description for a server the file gives none: its `instructions`, else its `serverInfo` title or
-    name (unless that name only repeats the file's), from its cached listing (whitespace collapsed, cut to 512
-    characters), else `default_description`."""
-    if entry is not None:
-        name = entry.server_name if (entry.server_name or '').strip().lower() != server.strip().lower() else None
-        for text in (entry.instructions, entry.server_title, name):  # a name that only repeats the file's: none
-            said = ' '.join((text or '').split())
-            if said:
-                if len(said) > MAX_DESCRIPTION_CHARS:
-                    said = said[: MAX_DESCRIPTION_CHARS - 3].rstrip() + '...'
-                if text is not entry.instructions:
-                    said = f'Tools of the MCP server "{server[:200]}": {said}'[:MAX_DESCRIPTION_CHARS]
-                return said
-    return default_description(server)
-
-
-def default_description(server: str) -> str:
-    """The group description used when the host gives none: `Tools of the MCP server "<name>"` (the name as written
-    in the file, cut to 400 characters)."""
-    return f'Tools of the MCP server "{server[:400]}"'
 
 
 def mcp_groups(
@@ -114,15 +91,15 @@ def mcp_groups(
         path: The JSON file (`~` expanded), read by `pydantic_ai.mcp.load_mcp_toolsets` (paths inside it, such as a stdio
             server's command and `cwd`, are as that function reads them: relative to the process's working
             directory).
-        descriptions: Server name (as written in the file) -> group description; servers not in it get
-            `default_description`.
+        descriptions: Server name (as written in the file) -> group description; servers not in it get one from
+            what the server says about itself (`_mcp_describe.described`: its cached listing, else its first live
+            start, before the first model request), else `default_description`.
         server_log: A folder for the servers' stderr, one `<group id>.log` file each (appended to; made when
             absent; `~` expanded), or None: a private temporary folder of this process (see the module docstring).
         lazy: True for every server, or the names of the servers (as written in the file) to start only when a call
             needs them while the listing cache holds a fresh entry (`MCPServerToolset`).
         listing_cache: Where listings are kept (`mcp_listing_cache.open_listing_store`): `'default'` (a file beside
-            the embedding cache), a path, a `ListingStore`, or `'off'`/None. Every live start stores its listing;
-            a cached entry also gives a server without a `descriptions` entry its description (`described`).
+            the embedding cache), a path, a `ListingStore`, or `'off'`/None. Every live start stores its listing.
         max_age: Seconds a cached listing stays fresh when its server announced no `ttlMs` above zero.
 
     Raises:
@@ -180,6 +157,7 @@ def mcp_groups(
     for server, toolset in servers.items():
         gid = ids[server]
         stderr_path = prepare_transport(toolset, gid, server_log)  # `<gid>.log`: a valid group id is its own id
+        quiet_stdout(toolset, server, stderr_path)  # a banner on its stdout: one warning, the lines in its log
         source = MCPServerToolset(
             toolset,
             server=server,
@@ -198,8 +176,7 @@ def mcp_groups(
         if given is not None:
             groups[gid] = ToolProxyGroup(source=source, description=given)
             continue
-        try:
-            groups[gid] = ToolProxyGroup(source=source, description=described(source.server, source.cached_entry()))
-        except ValueError:  # what the server said is no valid description: the default one
-            groups[gid] = ToolProxyGroup(source=source, description=default_description(source.server))
+        source.describe = True  # from what the server says: its cached entry now, else its first live start
+        said = source.shared.description = described(source.server, source.cached_entry())
+        groups[gid] = ToolProxyGroup(source=source, description=said or default_description(source.server))
     return groups

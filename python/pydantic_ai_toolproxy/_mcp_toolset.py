@@ -12,6 +12,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Self
@@ -23,6 +24,7 @@ from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from ._mcp_describe import described
 from ._mcp_server import (
     _log_size,
     first_listing_with_ttl,
@@ -57,6 +59,11 @@ class _Shared:
     """The thread storing the last live listing (None: nothing written yet)."""
     written: bool | None = None
     """Whether the last write stored the listing (None: none finished yet)."""
+    description: str | None = None
+    """The group description from what the server said (`_mcp_describe.described`): set from its cached entry at
+    construction, else at its first live start; never changed once set (None: not yet, or nothing usable)."""
+    listeners: list[Callable[[str], bool]] = field(default_factory=list)
+    """Told `description` when it is set at a live start (`bind_description`); one answering False is dropped."""
 
 
 _writes: dict[tuple[int, str], threading.Thread] = {}
@@ -176,6 +183,8 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     """Whether `stderr_path` is in the process's private folder (emptied before each fresh start)."""
     lazy: bool = False
     """Start the server only when a call needs it, while the listing cache holds a fresh entry."""
+    describe: bool = False
+    """Whether the group's description comes from what the server says (the host gave none): `shared.description`."""
     listing_store: ListingStore | None = None
     cache_key: str = ''
     max_age: float = DEFAULT_MAX_AGE
@@ -312,6 +321,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             return
         shared = self.shared
         shared.loaded = True
+        self._described_by(entry)
         if shared.entry is not None and shared.entry.tools == entry.tools and shared.entry.fresh(self.max_age):
             return  # unchanged and fresh: no write
         shared.entry = entry
@@ -342,6 +352,29 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         with _writes_lock:
             _writes[slot] = shared.write = thread
         thread.start()
+
+    def bind_description(self, listener: Callable[[str], bool]) -> None:
+        """Tell `listener` the group description from what the server said (`shared.description`): at once when it
+        is known, else when the server's first live start sets it (the listener answers False to be dropped: its
+        surface is gone). Does nothing unless `describe`."""
+        if not self.describe:
+            return
+        said = self.shared.description
+        if said is not None:
+            listener(said)
+        else:
+            self.shared.listeners.append(listener)
+
+    def _described_by(self, entry: ServerListing) -> None:
+        """Set `shared.description` from a live listing's `entry` when not set yet, and tell the listeners."""
+        shared = self.shared
+        if not self.describe or shared.description is not None:
+            return
+        said = described(self.server, entry)
+        if said is None:
+            return
+        shared.description = said
+        shared.listeners[:] = [listener for listener in shared.listeners if listener(said)]
 
     def wait_stored(self, timeout: float = STORE_TIMEOUT) -> bool:
         """Wait up to `timeout` seconds for the last live listing's write to the store; whether it was stored

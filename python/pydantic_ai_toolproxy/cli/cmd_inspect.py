@@ -88,7 +88,7 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
         'groups': [
             {
                 'name': name,
-                'description': group.description,
+                'description': capability.groups[name].description,  # as the model reads it (a server's own)
                 'tools': len(members[name]),
                 'sources': surface.group_origins[name],
                 'server': _server_name(group.source),
