@@ -134,3 +134,48 @@ def test_a_server_silent_at_listing_is_left_out_within_seconds(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     assert [g['name'] for g in json.loads(proc.stdout)['groups']] == ['notes_server', 'hostile']
     assert "MCP server 'silent'" in proc.stderr and 'no answer to tools/list within 5 s' in proc.stderr
+
+
+def test_refresh_prints_one_line_per_server_and_fails_when_nothing_is_stored(tmp_path: Path) -> None:
+    from pydantic_ai_toolproxy.cli._render import plural
+
+    assert (plural(1, 'tool'), plural(2, 'tool')) == ('1 tool', '2 tools')
+    path = write(tmp_path, broken=True)
+    cache = tmp_path / 'listings.sqlite3'
+    proc = toolproxy('--mcp-config', str(path), '--listing-cache', str(cache), 'refresh')
+    assert proc.returncode == 1  # a server did not start
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3, proc.stdout  # one per server, the failed one included
+    assert lines[0].startswith("MCP server 'notes server'") and lines[0].endswith('6 tools, listed now, stored')
+    assert lines[1].startswith("MCP server 'hostile'") and lines[1].endswith('6 tools, listed now, stored')
+    assert lines[2].startswith("MCP server 'broken'") and 'did not start' in lines[2] and 'not stored' in lines[2]
+    assert "MCP server 'broken'" in proc.stderr  # the warning with its stderr
+    good = write(tmp_path)
+    again = toolproxy('--mcp-config', str(good), '--listing-cache', str(cache), 'refresh', '--json')
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(again.stdout)
+    assert doc['stored'] == 2 and doc['failed'] == [] and len(doc['servers']) == 2
+    nowhere = toolproxy('--mcp-config', str(good), '--listing-cache', 'off', 'refresh')
+    assert nowhere.returncode == 1  # nothing could be stored
+    assert nowhere.stdout.count('not stored (no listing cache: --listing-cache off)') == 2
+    assert 'no listing was stored' in nowhere.stderr
+
+
+def test_help_and_version_import_neither_pydantic_ai_nor_the_core() -> None:
+    import subprocess
+
+    code = (
+        'import sys\n'
+        'from pydantic_ai_toolproxy.cli import main\n'
+        'for argv in (["--help"], ["--version"]):\n'
+        '    try:\n'
+        '        main(argv)\n'
+        '    except SystemExit as exit:\n'
+        '        assert exit.code == 0, exit.code\n'
+        'heavy = [m for m in ("pydantic_ai", "pydantic_ai_toolproxy._core", "rich") if m in sys.modules]\n'
+        'print("loaded:", heavy)\n'
+    )
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == 'loaded: []'
+    assert 'toolproxy' in proc.stdout and 'usage:' in proc.stdout

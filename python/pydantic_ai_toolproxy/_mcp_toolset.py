@@ -323,6 +323,8 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         shared.loaded = True
         self._described_by(entry)
         if shared.entry is not None and shared.entry.tools == entry.tools and shared.entry.fresh(self.max_age):
+            if shared.write is None and shared.written is None and self.listing_store is not None:
+                shared.written = not shared.store_failed  # what the store gave at construction: stored already
             return  # unchanged and fresh: no write
         shared.entry = entry
         store = self.listing_store
@@ -377,13 +379,12 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         shared.listeners[:] = [listener for listener in shared.listeners if listener(said)]
 
     def wait_stored(self, timeout: float = STORE_TIMEOUT) -> bool:
-        """Wait up to `timeout` seconds for the last live listing's write to the store; whether it was stored
-        (False: no store, no write, a store failure, or not done in time). Blocks: call it in a worker thread from
-        an event loop."""
+        """Wait up to `timeout` seconds for the last live listing's write to the store; whether the store holds it
+        (written now, or unchanged since the store gave it; False: no store, no live listing, a store failure, or
+        not done in time). Blocks: call it in a worker thread from an event loop."""
         write = self.shared.write
-        if write is None:
-            return False
-        write.join(timeout)
+        if write is not None:
+            write.join(timeout)
         return self.shared.written is True
 
     def _store_failed(self, exc: BaseException) -> None:
