@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import re
 import subprocess
 import sys
@@ -16,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 from pydantic_ai import Agent
 from support import CALL, SEARCH, Script, last_return, page_of, returns
 
@@ -274,7 +273,21 @@ def test_group_id_rule() -> None:
     assert default_description('my server') == 'Tools of the MCP server "my server"'
 
 
-@given(st.lists(st.text(max_size=60), max_size=8, unique=True))
+def name_sets() -> list[list[str]]:
+    """Sets of server names that collide, are long, empty, dotted or not ASCII (seeded: the same every run)."""
+    rng = random.Random(35)
+    parts = ['a', 'my', 'server', ' ', '.', '_', '-', '__', '1', 'x' * 30, '日本', '@acme/', 'mcp', '']
+    sets = [
+        ['my server', 'my_server', 'my.server', 'my__server', 'My Server'],
+        ['', ' ', '.', '日本語', '-'],
+        ['x' * 40],
+    ]
+    for _ in range(300):
+        sets.append(list(dict.fromkeys(''.join(rng.choices(parts, k=rng.randint(1, 5))) for _ in range(8))))
+    return sets
+
+
+@pytest.mark.parametrize('names', name_sets())
 def test_group_ids_are_valid_distinct_and_independent_of_order(names: list[str]) -> None:
     ids = group_ids(names)
     assert list(ids) == names and len(set(ids.values())) == len(names)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from support import CALL, SEARCH, Script, last_return
+from test_mcp_lazy import server, write
 from test_mcp_lifetime import alive, started
 
 from pydantic_ai_toolproxy import ToolProxyCapability
@@ -33,29 +37,13 @@ from pydantic_ai_toolproxy.mcp_listing_cache import (
     SQLiteListingStore,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-HOSTILE = str(ROOT / 'tests' / 'hostile_mcp_server.py')
-HUGE = '1' + '0' * 400
-
-
-def server(pids: Path, *extra: str) -> dict[str, Any]:
-    return {'command': sys.executable, 'args': [HOSTILE, '--pid-file', str(pids), '--extra-tools', '3', *extra]}
-
-
-def write(tmp_path: Path, servers: dict[str, Any]) -> Path:
-    path = tmp_path / 'mcp.json'
-    path.write_text(json.dumps({'mcpServers': servers}), encoding='utf-8')
-    return path
-
 
 @pytest.fixture
-def pids(tmp_path: Path) -> Any:
-    path = tmp_path / 'pids'
-    yield path
-    import os
-
-    for pid in alive(path, wait=0):
-        os.kill(pid, 9)
+def pids(tmp_path: Path) -> Iterator[Path]:
+    """The pid file the test's servers write; a server still alive after the test is killed."""
+    yield tmp_path / 'pids'
+    for pid in alive(tmp_path / 'pids', wait=0):
+        os.kill(pid, signal.SIGKILL)
 
 
 def groups_offered(script: Script, step: int = 0) -> list[str]:
