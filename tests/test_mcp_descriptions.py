@@ -15,6 +15,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from support import CALL, last_return
 
 from pydantic_ai_toolproxy import ToolProxyCapability
 from pydantic_ai_toolproxy._mcp_describe import MAX_DESCRIPTION_CHARS, described, plain_text
@@ -109,3 +110,37 @@ async def test_the_first_runs_model_request_equals_every_later_one(tmp_path: Pat
     assert said['hostile'] == 'Tools of the MCP server "hostile"'
     assert all(len(text) <= MAX_DESCRIPTION_CHARS for text in said.values())
     assert 'Documentation server Use search_docs' in runs[0].requests[0]  # in the controls the model reads
+
+
+async def test_a_description_never_changes_during_a_capabilitys_life(tmp_path: Path) -> None:
+    said = tmp_path / 'instructions.txt'
+    said.write_text('', encoding='utf-8')  # no instructions: the default description, from the first run on
+    servers = {'docs': {'command': sys.executable, 'args': [BANNER, '--instructions-file', str(said)]}}
+    path = tmp_path / 'mcp.json'
+    path.write_text(json.dumps({'mcpServers': servers}), encoding='utf-8')
+    cache = tmp_path / 'listings.sqlite3'
+    first = ToolProxyCapability.from_mcp_config(path, listing_cache=cache, lazy=True)
+    await Agent(Recorder().model, capabilities=[first]).run('x')
+    assert first.groups['docs'].description == 'Tools of the MCP server "docs"'
+    first.groups['docs'].source.wait_stored(10.0)  # type: ignore[attr-defined]
+    said.write_text('Second words, after an upgrade.', encoding='utf-8')  # the same command line: the same key
+    warm = ToolProxyCapability.from_mcp_config(path, listing_cache=cache, lazy=True)
+    recorder = Recorder()
+    calls = iter(
+        [
+            ModelResponse(
+                parts=[ToolCallPart('call_proxy_tool', {'group': 'docs', 'tool': 'echo', 'arguments': {'text': 'hi'}})]
+            ),
+            ModelResponse(parts=[TextPart('done')]),
+        ]
+    )
+
+    def call_then_answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        recorder.respond(messages, info)
+        return next(calls)
+
+    result = await Agent(FunctionModel(call_then_answer), capabilities=[warm]).run('x')  # the call starts it
+    assert last_return(result.all_messages(), CALL).content == 'hi'  # the live server, saying 'Second words'
+    assert len(recorder.requests) == 2 and recorder.requests[0] == recorder.requests[1]
+    assert 'Tools of the MCP server \\"docs\\"' in recorder.requests[1] and 'Second words' not in recorder.requests[1]
+    assert warm.groups['docs'].description == 'Tools of the MCP server "docs"'

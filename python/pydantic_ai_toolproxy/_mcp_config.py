@@ -177,6 +177,9 @@ def mcp_groups(
             groups[gid] = ToolProxyGroup(source=source, description=given)
             continue
         source.describe = True  # from what the server says: its cached entry now, else its first live start
-        said = source.shared.description = described(source.server, source.cached_entry())
-        groups[gid] = ToolProxyGroup(source=source, description=said or default_description(source.server))
+        entry = source.cached_entry()
+        said = described(source.server, entry) or default_description(source.server)
+        if entry is not None:  # settled: a later live start (a lazy call mid-run) never changes it
+            source.shared.description = said
+        groups[gid] = ToolProxyGroup(source=source, description=said)
     return groups
