@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
+import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,8 +21,9 @@ import pytest
 from pydantic_ai import Agent
 from support import CALL, SEARCH, Script, last_return, page_of, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, _core
 from pydantic_ai_toolproxy._mcp_config import default_description, group_id
+from pydantic_ai_toolproxy._names import group_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTES = str(ROOT / 'examples' / 'mcp_server.py')
@@ -274,23 +278,72 @@ def test_group_id_rule() -> None:
     assert group_id('1password') == 'mcp_1password'
     assert group_id('-x-') == 'x'
     assert group_id('café') == 'caf'
-    for hopeless in ('', '...', '日本語', '__', '-'):
-        with pytest.raises(ValueError, match=f'MCP server {hopeless!r} cannot be a ToolProxy group: its name holds'):
-            group_id(hopeless)
-    with pytest.raises(ValueError, match=r"MCP server 'x{40}' cannot be a ToolProxy group: its group id .* is 40"):
-        group_id('x' * 40)
+    for hopeless in ('', '...', '日本語', '__', '-'):  # nothing usable: `mcp_` and a hash of the name
+        gid = group_id(hopeless)
+        assert re.fullmatch(r'mcp_[0-9a-f]{6}', gid) and gid == group_id(hopeless)
+    assert len({group_id(h) for h in ('', '...', '日本語', '__', '-')}) == 5
+    long = 'awslabs.aws-documentation-mcp-server'
+    assert group_id(long) == 'awslabs_aws-documentation_c94c58' == group_id(long)  # 36 -> 32 characters
+    assert group_id('x' * 40) == 'x' * 25 + '_' + group_id('x' * 40)[-6:]
+    assert group_id('x' * 40) != group_id('x' * 41)
     assert default_description('my server') == 'Tools of the MCP server "my server"'
 
 
-def test_names_that_cannot_be_groups_fail_at_construction_naming_the_servers(tmp_path: Path) -> None:
-    collide = write(tmp_path, {'my server': notes(), 'my_server': notes(), 'other': notes()})
-    with pytest.raises(
-        ValueError, match="MCP servers 'my server' and 'my_server' both become ToolProxy group 'my_server'"
-    ):
-        ToolProxyCapability.from_mcp_config(collide)
-    hopeless = write(tmp_path, {'ok': notes(), '日本語': notes()}, 'hopeless.json')
-    with pytest.raises(ValueError, match="MCP server '日本語' cannot be a ToolProxy group"):
-        ToolProxyCapability.from_mcp_config(hopeless)
+def name_sets() -> list[list[str]]:
+    """Sets of server names that collide, are long, empty, dotted or not ASCII (seeded: the same every run)."""
+    rng = random.Random(35)
+    parts = ['a', 'my', 'server', ' ', '.', '_', '-', '__', '1', 'x' * 30, '日本', '@acme/', 'mcp', '']
+    sets = [
+        ['my server', 'my_server', 'my.server', 'my__server', 'My Server'],
+        ['', ' ', '.', '日本語', '-'],
+        ['x' * 40],
+    ]
+    for _ in range(300):
+        sets.append(list(dict.fromkeys(''.join(rng.choices(parts, k=rng.randint(1, 5))) for _ in range(8))))
+    return sets
+
+
+@pytest.mark.parametrize('names', name_sets())
+def test_group_ids_are_valid_distinct_and_independent_of_order(names: list[str]) -> None:
+    ids = group_ids(names)
+    assert list(ids) == names and len(set(ids.values())) == len(names)
+    for gid in ids.values():
+        _core.validate_group_name(gid)
+        assert len(gid) <= 32 and '__' not in gid
+    assert group_ids(reversed(names)) == ids
+    for name, gid in ids.items():
+        if group_id(name) == name:  # a name that is a valid group id keeps it
+            assert gid == name
+        elif sum(group_id(other) == group_id(name) for other in names) == 1:  # no collision: `group_id`
+            assert gid == group_id(name)
+
+
+def test_group_id_is_the_same_in_another_process() -> None:
+    code = 'from pydantic_ai_toolproxy._names import group_id; print(group_id("awslabs.aws-documentation-mcp-server"))'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == group_id('awslabs.aws-documentation-mcp-server')
+
+
+async def test_any_server_name_becomes_a_group(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        {
+            'my server': notes(),
+            'my_server': notes(),
+            'my.server': notes(),
+            'awslabs.aws-documentation-mcp-server': notes(),
+            '日本語': notes(),
+        },
+    )
+    proxy = ToolProxyCapability.from_mcp_config(path, listing_cache=None)
+    hashed = group_id('awslabs.aws-documentation-mcp-server')
+    assert list(proxy.groups)[1] == 'my_server'  # the name that is its own id keeps it
+    assert list(proxy.groups)[3] == hashed and len(set(proxy.groups)) == 5
+    assert list(proxy.groups)[4] == group_id('日本語')
+    script = Script([[(SEARCH, {'query': 'convert temperature', 'group': hashed})], 'done'])
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    assert sorted(group_enum(script)) == sorted(proxy.groups)
+    assert page_of(last_return(result.all_messages(), SEARCH))['tools'][0]['group'] == hashed
 
 
 def test_descriptions_and_config_are_checked(tmp_path: Path) -> None:

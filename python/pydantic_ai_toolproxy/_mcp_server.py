@@ -23,6 +23,7 @@ import anyio
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from ._mcp_noise import quiet_stdout
 from ._names import group_id
 from .mcp_listing_cache import ServerListing
 
@@ -103,11 +104,12 @@ def prepare_transport(toolset: Any, server: str, server_log: str | os.PathLike[s
     return path
 
 
-def stdio_factory(toolset: Any, start_timeout: float) -> Callable[[], Any] | None:
+def stdio_factory(toolset: Any, start_timeout: float, server: str = '') -> Callable[[], Any] | None:
     """A function building a fresh `MCPToolset` for the stdio server `toolset` (as `load_mcp_toolsets` builds it: the
     same command line, environment, folder and id), with its own transport (`keep_alive` off, stderr to the same
-    file) and `start_timeout` as its `initialize` bound: each event loop gets its own (`_mcp_pool.ServerPool`).
-    None for a server that is no stdio process."""
+    file, its stdout noise kept there: `_mcp_noise.quiet_stdout` for `server`) and `start_timeout` as its
+    `initialize` bound: each event loop gets its own (`_mcp_pool.ServerPool`). None for a server that is no stdio
+    process."""
     transport = getattr(getattr(toolset, 'client', None), 'transport', None)
     if transport is None or not all(hasattr(transport, a) for a in ('keep_alive', 'log_file', 'command', 'args')):
         return None
@@ -124,7 +126,9 @@ def stdio_factory(toolset: Any, start_timeout: float) -> Callable[[], Any] | Non
     ident = toolset.id
 
     def make() -> Any:
-        return MCPToolset(kind(**spec, keep_alive=False, log_file=log_file), id=ident, init_timeout=start_timeout)
+        made = MCPToolset(kind(**spec, keep_alive=False, log_file=log_file), id=ident, init_timeout=start_timeout)
+        quiet_stdout(made, server or str(ident), log_file if isinstance(log_file, Path) else None)
+        return made
 
     return make
 
@@ -148,12 +152,13 @@ async def tools_from_listing(toolset: Any, entry: ServerListing, ctx: RunContext
     """The tools `toolset` (an `MCPToolset`) would list if its server answered `entry`'s listing: Pydantic AI's own
     `MCPToolset.get_tools` run over the cached MCP `Tool` objects.
 
+    The cached tools are validated once per entry (`ServerListing.mcp_tools`, done when the entry is read), not at
+    each step.
+
     Raises:
         ValueError: an entry whose tools the MCP SDK rejects (pydantic's `ValidationError`).
     """
-    from mcp.types import Tool
-
-    tools = [Tool.model_validate(tool) for tool in entry.tools]
+    tools = entry.mcp_tools()
     listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
     return listed
 

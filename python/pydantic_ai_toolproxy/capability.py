@@ -4,6 +4,8 @@ registered in the `ToolManager` under its canonical name `{group}__{tool}` and i
 from __future__ import annotations
 
 import os
+import sys
+import weakref
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -142,6 +144,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             descriptions={name: g.description for name, g in frozen.items()},
             group_order=list(frozen),
         )
+        _bind_server_descriptions(frozen, runtime)
         # Capability sources keep their native binding and hooks through `GroupSourceCapability`; toolset sources
         # are wrapped directly, which spares every member one capability-ownership layer per step.
         self._setup(
@@ -224,7 +227,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         ```
 
         Each group lists its tools under the server's own names (not Pydantic AI's per-server prefix). The group id
-        is the server name made valid by `_mcp_config.group_id` (e.g. `my server.v2` -> `my_server_v2`); the
+        is the server name made valid by `_names.group_ids` (e.g. `my server.v2` -> `my_server_v2`, a name too long
+        or taken cut and given a 6-hex-digit hash of itself); the
         description is `descriptions[server]` or `Tools of the MCP server "<server>"`. A server that does not start
         is caught when a run enters it (where Pydantic AI would fail the run): that run goes on without its group,
         and a warning naming the server, with the last lines of its stderr, is logged on the `pydantic_ai_toolproxy`
@@ -247,16 +251,17 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         entry is started to list its tools, as without `lazy`. Every start stores what the server listed
         (`listing_cache`: `'default'`, a file beside the embedding cache, `$TOOLPROXY_LISTING_CACHE` or `off`; a
         path; a `mcp_listing_cache.ListingStore`; or None), and a cached entry fresh for the server's `ttlMs` (when
-        above zero) else `listing_max_age` seconds. A server the file gives no description gets one from its cached
-        listing (its `instructions`, else its `serverInfo` title or name).
+        above zero) else `listing_max_age` seconds. A server the file gives no description gets one from what it
+        says about itself (its `instructions`, else its `serverInfo` title, as plain text of at most 512
+        characters: `_mcp_describe.described`), read from its cached listing, else from its first live start
+        before the run's first model request, so the first run's model request equals every later one's.
 
         Raises:
             OSError: a missing or unreadable file.
-            ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a server name
-                that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
-                no server of the file, or an invalid description (naming the group), `lazy` naming a server the
-                file does not have, a `listing_max_age`, `start_timeout`, `idle_timeout` (unless None) or entry
-                start timeout that is not a positive number.
+            ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a
+                `descriptions` key that is no server of the file, or an invalid description (naming the group),
+                `lazy` naming a server the file does not have, a `listing_max_age`, `start_timeout`, `idle_timeout`
+                (unless None) or entry start timeout that is not a positive number.
             TypeError: `lazy` or `listing_cache` of another type.
         """
         from ._mcp_config import mcp_groups
@@ -509,3 +514,27 @@ def _called_by_model(ctx: RunContext[Any], call: ToolCallPart) -> bool:
                 for part in message.parts
             )
     return False
+
+
+def _bind_server_descriptions(groups: dict[str, ToolProxyGroup[Any]], runtime: ProxyRuntime) -> None:
+    """Let each `mcpServers` group (`_mcp_toolset.MCPServerToolset` source without a host description) give the
+    surface the description its server says at its first live start, before the run's first model request, so a
+    first run (no cached listing) describes it as every later one (`ProxyRuntime.redescribe`; `groups`, the
+    surface's `groups` mapping, gets the described group too)."""
+    module = sys.modules.get('pydantic_ai_toolproxy._mcp_toolset')
+    if module is None:  # no MCP server group was built in this process
+        return
+    surface = weakref.ref(runtime)
+    for name, group in groups.items():
+        if isinstance(group.source, module.MCPServerToolset):
+
+            def tell(description: str, name: str = name) -> bool:
+                held = surface()
+                if held is None:
+                    return False
+                held.redescribe(name, description)
+                if held.descriptions.get(name) == description and name in groups:
+                    groups[name] = replace(groups[name], description=description)
+                return True
+
+            group.source.bind_description(tell)

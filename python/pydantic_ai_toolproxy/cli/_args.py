@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ._sources import SourceSpec
+from ._spec import SourceSpec
 
 __all__ = ('build_parser', 'config_overrides')
 
@@ -83,6 +82,19 @@ def _number(text: str) -> float:
     return value
 
 
+def package_version() -> str:
+    """The installed package's version, read from its metadata (the core's `__version__`, which maturin writes
+    there too, when the metadata is missing: a source checkout on `PYTHONPATH`)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version('pydantic-ai-toolproxy')
+    except metadata.PackageNotFoundError:
+        from .. import _core
+
+        return str(_core.__version__)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `toolproxy` parser: global source options, then `inspect`, `search`, `check` or `embed`."""
     parser = argparse.ArgumentParser(
@@ -92,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
+    parser.add_argument('--version', action='version', version=f'%(prog)s {package_version()}')
     src = parser.add_argument_group('sources')
     src.add_argument(
         '-s',
