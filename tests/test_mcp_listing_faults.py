@@ -92,6 +92,7 @@ async def test_an_entry_with_a_huge_ttl_breaks_no_later_run(tmp_path: Path, pids
     with closing(sqlite3.connect(cache)) as conn, conn:
         conn.execute('UPDATE mcp_listings SET entry = ? WHERE key = ?', (json.dumps(row), key_of(first, 'huge')))
     assert SQLiteListingStore(cache).get(key_of(first, 'huge')).ttl_ms == MAX_TTL_MS  # type: ignore[union-attr]
+    await first.stop_mcp_servers()  # the later capabilities start their own (the pools are process-wide)
     for lazy in (True, False):  # later runs, lazy (served from the cache) and eager: both groups there
         before = len(started(pids))
         later = ToolProxyCapability.from_mcp_config(path, listing_cache=cache, lazy=lazy)
@@ -100,6 +101,7 @@ async def test_an_entry_with_a_huge_ttl_breaks_no_later_run(tmp_path: Path, pids
         assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
         assert sorted(groups_offered(script)) == ['huge', 'ok']
         assert len(started(pids)) == before + (1 if lazy else 2)  # lazy: 'huge' served from its entry
+        await later.stop_mcp_servers()
     assert alive(pids) == []
 
 
@@ -117,6 +119,7 @@ async def test_a_cached_tool_the_sdk_rejects_counts_as_missing(
     broken = [dict(tool) for tool in entry.tools]
     del broken[0]['inputSchema']  # still valid JSON, no longer an MCP tool
     store.put(key_of(first, 'a'), ServerListing(tools=tuple(broken), fetched_at=time.time()))
+    await first.stop_mcp_servers()
     before = len(started(pids))
     caplog.set_level(logging.WARNING, 'pydantic_ai_toolproxy')
     lazy = ToolProxyCapability.from_mcp_config(path, listing_cache=cache, lazy=True)
@@ -126,7 +129,9 @@ async def test_a_cached_tool_the_sdk_rejects_counts_as_missing(
     result = await Agent(script.model, capabilities=[lazy]).run('x')
     assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
     # 'a' had no usable entry: started to list its tools; 'b' was served from the cache, started by its call.
-    assert len(started(pids)) == before + 2 and alive(pids) == []
+    assert len(started(pids)) == before + 2
+    await lazy.stop_mcp_servers()
+    assert alive(pids) == []
     assert sorted(groups_offered(script)) == ['a', 'b']
 
 
@@ -150,6 +155,7 @@ async def test_a_sqlite_cache_locked_by_another_process_never_stalls(
     warm = ToolProxyCapability.from_mcp_config(path, listing_cache=cache)
     await Agent(Script(['done']).model, capabilities=[warm]).run('x')
     wait_written(warm)
+    await warm.stop_mcp_servers()
     holder = subprocess.Popen([sys.executable, '-c', HOLD_SQLITE, str(cache)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == 'held'
@@ -170,6 +176,7 @@ async def test_a_sqlite_cache_locked_by_another_process_never_stalls(
         holder.wait()
         assert holder.stdout is not None
         holder.stdout.close()
+    await proxy.stop_mcp_servers()
     assert alive(pids) == []
 
 
@@ -188,6 +195,7 @@ async def test_a_postgres_cache_locked_by_another_session_never_stalls(
     await Agent(Script(['done']).model, capabilities=[warm]).run('x')
     wait_written(warm)
     assert all(seed.get(key_of(warm, name)) is not None for name in names)
+    await warm.stop_mcp_servers()
     with psycopg.connect(postgres_db, autocommit=False) as other:
         other.execute('LOCK TABLE toolproxy_mcp_listings IN ACCESS EXCLUSIVE MODE')
         caplog.set_level(logging.WARNING, 'pydantic_ai_toolproxy')
@@ -203,5 +211,6 @@ async def test_a_postgres_cache_locked_by_another_session_never_stalls(
         assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
         assert ran < 20, ran  # servers started as without a cache; the writes wait in threads of their own
         other.rollback()
+    await proxy.stop_mcp_servers()
     assert alive(pids) == []
     seed.close()

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from support import CALL, SEARCH, Script, last_return, page_of
+from support import CALL, SEARCH, Script, last_return, page_of, toolproxy
 from test_mcp_lifetime import alive, group_enum, started
 
 from pydantic_ai_toolproxy import ToolProxyCapability, _mcp_pool
@@ -269,4 +269,17 @@ def test_a_capability_built_per_request_shares_the_running_servers(tmp_path: Pat
         assert len(started(pids)) == 2 and len(running(pids)) == 2
 
     asyncio.run(requests())
+    assert alive(pids) == []
+
+
+def test_the_cli_sets_the_start_timeout_and_check_says_how_to_raise_it(tmp_path: Path, pids: Path) -> None:
+    path = write(tmp_path, {'ok': server(pids), 'slow': server(pids, '--on-initialize', 'hang')})
+    check = toolproxy('--mcp-config', str(path), '--listing-cache', 'off', '--start-timeout', '1', 'check', '--json')
+    assert check.returncode == 1, check.stderr
+    [problem] = [p for p in json.loads(check.stdout)['problems'] if p['kind'] == 'server-start']
+    assert problem['group'] == 'slow'
+    assert 'no answer to initialize within the start timeout of 1 s' in problem['message']
+    assert 'startup_timeout_sec' in problem['fix'] and '--start-timeout' in problem['fix']
+    bad = toolproxy('--mcp-config', str(path), '--start-timeout', '0', 'inspect')
+    assert bad.returncode == 2 and 'must be a positive number of seconds' in bad.stderr
     assert alive(pids) == []

@@ -63,6 +63,7 @@ async def _run(ns: argparse.Namespace) -> int:
             ns.server_log,
             lazy=ns.lazy,
             listing_cache=ns.listing_cache,
+            start_timeout=getattr(ns, 'start_timeout', None),
             refresh=ns.command == 'refresh',
         ) as surface:
             command = ns.command

@@ -66,6 +66,17 @@ class _OnLastSource(argparse.Action):
         setattr(specs[-1], field, value)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (`--start-timeout`); argparse reports anything else as a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number of seconds: {text!r}') from None
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'must be a positive number of seconds, got {text!r}')
+    return value
+
+
 def _integer(text: str) -> int:
     try:
         value = int(text)
@@ -170,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar='PATH|URL',
         help='the MCP listing cache file, or a postgresql:// URL shared by a fleet (off: none; default: '
         'mcp-listings.sqlite3 beside the embedding cache)',
+    )
+    src.add_argument(
+        '--start-timeout',
+        type=_seconds,
+        metavar='SECONDS',
+        help='seconds each stdio MCP server of --mcp-config files may take to start, counted from its own turn '
+        '(default 30; an entry\'s "startup_timeout_sec" wins)',
     )
     src.add_argument(
         '--server-log',

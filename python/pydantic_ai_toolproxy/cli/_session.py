@@ -117,6 +117,7 @@ async def open_surface(
     *,
     lazy: bool = False,
     listing_cache: str | None = None,
+    start_timeout: float | None = None,
     refresh: bool = False,
 ) -> AsyncIterator[Surface]:
     """Load the config file's sources, then `specs`, into one `Surface`, with its MCP servers running.
@@ -124,7 +125,8 @@ async def open_surface(
     `server_log`: the folder the stdio MCP servers' stderr goes to (`--server-log`; None: kept off the output).
     `lazy` (`--lazy`): every `mcpServers` server with a fresh cached listing is served from `listing_cache`
     (`--listing-cache`, a path or `off`; None: the default file) without starting; `refresh` (`toolproxy refresh`)
-    starts every server and stores what it lists.
+    starts every server and stores what it lists. `start_timeout` (`--start-timeout`): each stdio server's start
+    timeout in seconds (None: the default, 30).
     `overrides`: `ToolProxyConfig` fields from the command line (None = not given; they win over the config
     file's `[discovery]`); an `embedder` text is resolved here (`_embedder.resolve_embedder`).
 
@@ -154,6 +156,8 @@ async def open_surface(
         spec.lazy = spec.lazy or lazy
         if listing_cache is not None:
             spec.listing_cache = listing_cache
+        if start_timeout is not None:
+            spec.start_timeout = start_timeout
     if not all_specs:
         raise SourceError('no sources: name them with -s/--source, --mcp-stdio, --mcp-http or --config (see --help)')
     if isinstance(overrides.get('embedder'), EmbedderSpec):

@@ -186,6 +186,7 @@ def mcp_config_source(spec: SourceSpec) -> dict[str, ToolProxyGroup[Any]]:
             spec.server_log,
             lazy=spec.lazy,
             listing_cache=spec.listing_cache,
+            **({'start_timeout': spec.start_timeout} if spec.start_timeout is not None else {}),
         )
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise SourceError(f'{spec.label}: MCP support is not installed ({exc}); install the [mcp] extra') from exc

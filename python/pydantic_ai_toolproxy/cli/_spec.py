@@ -39,6 +39,7 @@ class SourceSpec:
         lazy: For `mcp-config`: serve servers from fresh cached listings without starting them (`--lazy`, or
             `lazy = true` in the config file).
         listing_cache: For `mcp-config`: the listing cache (`--listing-cache`): `default`, a path, or `off`.
+        start_timeout: For `mcp-config`: seconds each stdio server may take to start (`--start-timeout`); None: 30.
     """
 
     kind: SourceKind
@@ -52,6 +53,7 @@ class SourceSpec:
     server_log: Path | None = None
     lazy: bool = False
     listing_cache: str = 'default'
+    start_timeout: float | None = None
 
     @property
     def label(self) -> str:
