@@ -15,7 +15,9 @@ on stdout:
 4. a hybrid search over the same 1,000 tools (a deterministic embedder, memory only) ranks the same tool first
    and gives the same page as the portable SIMD path (`TOOLPROXY_PORTABLE_SIMD=1` in a child process), so the
    vector kernels this CPU dispatches to agree with the portable ones;
-5. `toolproxy --version` (the console script installed beside the interpreter) prints the version.
+5. the SQLite embedding cache works in a folder whose name has a space, named by a string with forward slashes
+   (`C:/Users/...` on Windows: a path, not a URL), and the default cache folder is this platform's;
+6. `toolproxy --version` (the console script installed beside the interpreter) prints the version.
 
 Exit status 0 when all pass; otherwise the first failure is printed and the status is 1.
 """
@@ -30,6 +32,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +208,22 @@ def check_hybrid_search() -> str:
     return f"hybrid search over {TOOLS:,} tools: the same {len(dispatched)} tools with this CPU's kernels and the portable ones"
 
 
+def check_cache_file() -> str:
+    from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyConfig, default_embedding_cache_path
+
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        text = (Path(tmp).resolve() / 'a cache folder' / 'embeddings.sqlite3').as_posix()
+        ToolProxyConfig(embedding_cache=text)  # a path with a drive letter is never refused as a URL
+        with SQLiteEmbeddingStore(text) as store:
+            store.put_many('smoke:bag:2', {b'h' * 16: bytes(8)})
+            check(not store.fell_back, f'the cache file fell back to memory: {store.fault}')
+        with SQLiteEmbeddingStore(text) as again:
+            check(again.get_many('smoke:bag:2', [b'h' * 16]) == {b'h' * 16: bytes(8)}, 'the cache file lost a vector')
+            check(not again.fell_back, f'the cache file fell back to memory: {again.fault}')
+    default = default_embedding_cache_path()
+    return f'cache file: {text} written and read back; default cache {default}'
+
+
 def check_cli(expect_version: str | None) -> str:
     scripts = Path(sysconfig.get_path('scripts'))
     exe = scripts / ('toolproxy.exe' if os.name == 'nt' else 'toolproxy')
@@ -232,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         check_quickstart,
         check_keyword_search,
         check_hybrid_search,
+        check_cache_file,
         lambda: check_cli(args.expect_version),
     ]
     for step in steps:
