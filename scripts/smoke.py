@@ -243,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--installed', action='store_true', help='fail when the package is imported from python/')
     parser.add_argument('--hybrid-page', action='store_true', help=argparse.SUPPRESS)  # the portable child
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a Windows console's code page cannot show every path
+        stream.reconfigure(errors='backslashreplace')  # type: ignore[union-attr]
     if args.hybrid_page:
         print(json.dumps(hybrid_names(portable=False)))
         return 0
