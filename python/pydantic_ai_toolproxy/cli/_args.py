@@ -31,7 +31,8 @@ hybrid search (an embedder beside the keyword ranking; vectors cached in a file)
   --embedder openai:text-embedding-3-small         a model name Pydantic AI resolves
   --embedder mypkg.embedders:model                 an EmbeddingModel or Embedder (module:attr, or file.py:attr)
   --embedding-cache vectors.sqlite3                the cache file (default $TOOLPROXY_EMBEDDING_CACHE, else
-                                                   $XDG_CACHE_HOME or ~/.cache, then
+                                                   the platform's cache folder ($XDG_CACHE_HOME, ~/.cache,
+                                                   ~/Library/Caches or %LOCALAPPDATA%), then
                                                    pydantic-ai-toolproxy/embeddings.sqlite3; off: none)
 
 examples:
