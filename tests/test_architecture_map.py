@@ -74,11 +74,14 @@ def repository_paths() -> set[str]:
 def named_paths(text: str, top: set[str]) -> set[str]:
     """The paths the document names: words ending in a file suffix or in `/`, or starting with a folder of the
     repository's root (`top`: `scripts/test`), markdown anchors cut off; not absolute paths, hidden folders
-    (`.venv/...`), patterns (`cmd_<command>.py`) or prose (`retry/failure`)."""
+    (`.venv/...`), build output (`target/...`, `fuzz/target`), patterns (`cmd_<command>.py`) or prose
+    (`retry/failure`)."""
     found: set[str] = set()
     for word in re.findall(r'[\w./#<>*-]+', text):
         word = word.split('#', 1)[0].rstrip('.,')
         if not word or word.startswith(('/', '.')) or any(c in word for c in '<>*'):
+            continue
+        if SKIPPED_DIRS.intersection(word.split('/')):
             continue
         if word.endswith((*NAMED_SUFFIXES, '/')) or ('/' in word and word.split('/', 1)[0] in top):
             found.add(word)
@@ -134,9 +137,14 @@ def test_the_readers_catch_what_they_should() -> None:
     }
     text = (
         'see `stores/listings.py`, [usage](usage.md#top), `/tmp/x.txt`, `.venv/bin/python`, `cmd_<c>.py`, e.g. '
-        'retry/failure texts, `bash scripts/test`, `fuzz/target`'
+        'retry/failure texts, `bash scripts/test`, `fuzz/target`, `target/release-check/`, `fuzz/fuzz_targets/`'
     )
-    assert named_paths(text, {'scripts', 'fuzz'}) == {'stores/listings.py', 'usage.md', 'scripts/test', 'fuzz/target'}
+    assert named_paths(text, {'scripts', 'fuzz'}) == {
+        'stores/listings.py',
+        'usage.md',
+        'scripts/test',
+        'fuzz/fuzz_targets/',
+    }
     paths = {'python/', 'python/pkg/', 'python/pkg/stores/', 'python/pkg/stores/listings.py', 'docs/usage.md'}
     assert exists('stores/listings.py', paths) and exists('stores/', paths) and exists('usage.md', paths)
     assert not exists('stores/gone.py', paths) and not exists('tings.py', paths)

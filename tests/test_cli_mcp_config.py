@@ -36,14 +36,35 @@ def test_inspect_and_search_an_mcp_servers_file(tmp_path: Path) -> None:
     proc = toolproxy('--mcp-config', str(path), 'inspect', '--json')
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert [(g['name'], g['tools'], g['description']) for g in doc['groups']] == [
-        ('notes_server', 6, 'Tools of the MCP server "notes server"'),
-        ('hostile', 6, 'Tools of the MCP server "hostile"'),
+    assert [(g['name'], g['tools'], g['description'][:28]) for g in doc['groups']] == [
+        ('notes_server', 6, 'Notes & weather demo server.'),  # the server's instructions, as a run shows them
+        ('hostile', 6, 'Tools of the MCP server "hos'),  # its serverInfo name only repeats the file's
     ]
     found = toolproxy('--mcp-config', str(path), 'search', 'convert temperature', '--json')
     assert found.returncode == 0, found.stderr
     first = json.loads(found.stdout)['tools'][0]
     assert (first['group'], first['tool']) == ('notes_server', 'convert_temperature')
+
+
+def test_inspect_shows_which_server_became_which_group(tmp_path: Path) -> None:
+    from pydantic_ai_toolproxy._names import group_id
+
+    long = 'awslabs.aws-documentation-mcp-server'
+    path = tmp_path / 'mcp.json'
+    found = servers()
+    path.write_text(
+        json.dumps({'mcpServers': {long: found['hostile'], 'a b': found['hostile'], 'a_b': found['hostile']}})
+    )
+    proc = toolproxy('--mcp-config', str(path), '--listing-cache', 'off', 'inspect', '--json')
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    pairs = [(g['server'], g['name']) for g in doc['groups']]
+    assert pairs[0] == (long, group_id(long)) and pairs[2] == ('a_b', 'a_b')
+    assert pairs[1][0] == 'a b' and pairs[1][1].startswith('a_b_') and len(pairs[1][1]) == 10
+    text = toolproxy('--mcp-config', str(path), '--listing-cache', 'off', 'inspect')
+    assert text.returncode == 0, text.stderr
+    row = next(line for line in text.stdout.splitlines() if line.startswith(group_id(long)))
+    assert long in row  # the MCP server column names the server as written in the file
 
 
 def test_a_server_that_does_not_start_is_left_out_with_a_warning_and_check_fails(tmp_path: Path) -> None:
@@ -64,10 +85,9 @@ def test_a_server_that_does_not_start_is_left_out_with_a_warning_and_check_fails
 
 def test_file_errors_exit_2_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / 'mcp.json'
-    path.write_text(json.dumps({'mcpServers': {'a b': servers()['hostile'], 'a_b': servers()['hostile']}}))
+    path.write_text('{"mcpServers": {')
     proc = toolproxy('--mcp-config', str(path), 'inspect')
     assert proc.returncode == 2
-    assert "MCP servers 'a b' and 'a_b' both become ToolProxy group 'a_b'" in proc.stderr
     assert proc.stderr.startswith(f"toolproxy: error: --mcp-config '{path}': ")
     missing = toolproxy('--mcp-config', str(tmp_path / 'nothing.json'), 'inspect')
     assert missing.returncode == 2 and 'nothing.json' in missing.stderr
@@ -105,7 +125,7 @@ def test_a_server_silent_at_listing_is_left_out_within_seconds(tmp_path: Path) -
     import time
 
     found = servers()
-    found['silent'] = {'command': sys.executable, 'args': [HOSTILE, '--on-list', 'hang']}
+    found['silent'] = {'command': sys.executable, 'args': [HOSTILE, '--on-list', 'hang'], 'startup_timeout_sec': 5}
     path = tmp_path / 'mcp.json'
     path.write_text(json.dumps({'mcpServers': found}))
     started = time.monotonic()
@@ -113,4 +133,52 @@ def test_a_server_silent_at_listing_is_left_out_within_seconds(tmp_path: Path) -
     assert time.monotonic() - started < 60  # not Pydantic AI's 300 s read_timeout
     assert proc.returncode == 0, proc.stderr
     assert [g['name'] for g in json.loads(proc.stdout)['groups']] == ['notes_server', 'hostile']
-    assert "MCP server 'silent'" in proc.stderr and 'no answer to tools/list within 5 s' in proc.stderr
+    assert (
+        "MCP server 'silent'" in proc.stderr
+        and 'no answer to tools/list within the start timeout of 5 s' in proc.stderr
+    )
+
+
+def test_refresh_prints_one_line_per_server_and_fails_when_nothing_is_stored(tmp_path: Path) -> None:
+    from pydantic_ai_toolproxy.cli._render import plural
+
+    assert (plural(1, 'tool'), plural(2, 'tool')) == ('1 tool', '2 tools')
+    path = write(tmp_path, broken=True)
+    cache = tmp_path / 'listings.sqlite3'
+    proc = toolproxy('--mcp-config', str(path), '--listing-cache', str(cache), 'refresh')
+    assert proc.returncode == 1  # a server did not start
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 3, proc.stdout  # one per server, the failed one included
+    assert lines[0].startswith("MCP server 'notes server'") and lines[0].endswith('6 tools, listed now, stored')
+    assert lines[1].startswith("MCP server 'hostile'") and lines[1].endswith('6 tools, listed now, stored')
+    assert lines[2].startswith("MCP server 'broken'") and 'did not start' in lines[2] and 'not stored' in lines[2]
+    assert "MCP server 'broken'" in proc.stderr  # the warning with its stderr
+    good = write(tmp_path)
+    again = toolproxy('--mcp-config', str(good), '--listing-cache', str(cache), 'refresh', '--json')
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(again.stdout)
+    assert doc['stored'] == 2 and doc['failed'] == [] and len(doc['servers']) == 2
+    nowhere = toolproxy('--mcp-config', str(good), '--listing-cache', 'off', 'refresh')
+    assert nowhere.returncode == 1  # nothing could be stored
+    assert nowhere.stdout.count('not stored (no listing cache: --listing-cache off)') == 2
+    assert 'no listing was stored' in nowhere.stderr
+
+
+def test_help_and_version_import_neither_pydantic_ai_nor_the_core() -> None:
+    import subprocess
+
+    code = (
+        'import sys\n'
+        'from pydantic_ai_toolproxy.cli import main\n'
+        'for argv in (["--help"], ["--version"]):\n'
+        '    try:\n'
+        '        main(argv)\n'
+        '    except SystemExit as exit:\n'
+        '        assert exit.code == 0, exit.code\n'
+        'heavy = [m for m in ("pydantic_ai", "pydantic_ai_toolproxy._core", "rich") if m in sys.modules]\n'
+        'print("loaded:", heavy)\n'
+    )
+    proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == 'loaded: []'
+    assert 'toolproxy' in proc.stdout and 'usage:' in proc.stdout

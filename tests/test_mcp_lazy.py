@@ -67,7 +67,8 @@ async def test_cold_then_warm_lazy_runs_start_only_the_server_called(tmp_path: P
     cold = Script([[(SEARCH, {'query': 'generated tool number 2'})], 'done'])
     proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=store)
     await Agent(cold.model, capabilities=[proxy]).run('x')
-    assert len(started(pids)) == 3 and alive(pids) == []  # no cached listing: each started to list its tools
+    assert len(started(pids)) == 3  # no cached listing: each started to list its tools (kept for its next run)
+    assert await proxy.stop_mcp_servers() == 3 and alive(pids) == []
     # A new capability over the same file and store (another process would read the same SQLite file).
     searches = Script([[(SEARCH, {'query': 'generated tool number 2'})], 'done'])
     warm = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=store)
@@ -77,7 +78,8 @@ async def test_cold_then_warm_lazy_runs_start_only_the_server_called(tmp_path: P
     calls = search_then_call('b', 'plain_tool')
     result = await Agent(calls.model, capabilities=[warm]).run('x')
     assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
-    assert len(started(pids)) == 4 and alive(pids) == []  # one server started, by the call, stopped with the run
+    assert len(started(pids)) == 4  # one server started, by the call, kept for later runs
+    assert await warm.stop_mcp_servers() == 1 and alive(pids) == []
 
 
 async def test_the_page_from_the_cache_equals_the_page_from_live_servers(tmp_path: Path, pids: Path) -> None:
@@ -111,6 +113,7 @@ async def test_an_upgraded_server_is_noticed_at_its_first_call(
     store = MemoryListingStore()
     proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=store)
     await Agent(Script(['done']).model, capabilities=[proxy]).run('x')  # lists both: the cache is warm
+    await proxy.stop_mcp_servers()  # stopped (idle, or the host restarted): its next start is the upgraded one
     key = proxy.groups['a'].source.cache_key  # type: ignore[attr-defined]
     assert [t['name'] for t in store.get(key).tools][-4:] == ['plain_tool', 'tool_0', 'tool_1', 'tool_2']  # type: ignore[union-attr]
     version.write_text('3')  # the server now lists plain_tool_v3 instead of plain_tool; its command line is the same
@@ -131,6 +134,7 @@ async def test_an_upgraded_server_is_noticed_at_its_first_call(
     assert page['tools'][0]['tool'] == 'plain_tool_v3'  # the index followed the live listing in the same run
     assert last_return(result.all_messages(), CALL).content == 'ran plain_tool_v3'
     assert 'plain_tool_v3' in [t['name'] for t in store.get(key).tools]  # type: ignore[union-attr]  # entry replaced
+    await proxy.stop_mcp_servers()
     assert alive(pids) == []
 
 
@@ -141,11 +145,13 @@ async def test_a_changed_schema_is_checked_against_the_live_one(tmp_path: Path, 
     store = MemoryListingStore()
     proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=store)
     await Agent(Script(['done']).model, capabilities=[proxy]).run('x')
+    await proxy.stop_mcp_servers()  # its next start is the new version
     version.write_text('2')  # plain_tool now requires `text`
     script = Script([[(CALL, {'group': 'a', 'tool': 'plain_tool', 'arguments': {}})], 'done'])
     result = await Agent(script.model, capabilities=[proxy]).run('x')
     text = result.all_messages()[2].parts[0].model_response_str()  # type: ignore[union-attr]
     assert "The tool 'plain_tool' of group 'a' changed since it was listed" in text
+    await proxy.stop_mcp_servers()
     assert alive(pids) == []
 
 
@@ -158,6 +164,7 @@ async def test_a_server_broken_on_call_fails_that_call_only(
     store = MemoryListingStore()
     proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=store)
     await Agent(Script(['done']).model, capabilities=[proxy]).run('x')
+    await proxy.stop_mcp_servers()  # its next start crashes
     version.write_text('crash')
     script = Script(
         [
@@ -174,22 +181,23 @@ async def test_a_server_broken_on_call_fails_that_call_only(
     assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'  # group b works
     warnings = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
     assert len(warnings) == 1 and 'certificate verify failed (hostile test)' in warnings[0]
+    await proxy.stop_mcp_servers()
     assert alive(pids) == []
 
 
 async def test_a_server_removed_from_the_file_is_gone_and_its_entry_unused(tmp_path: Path, pids: Path) -> None:
     store = MemoryListingStore()
     both = write(tmp_path, {'a': server(pids), 'b': server(pids)})
-    await Agent(
-        Script(['done']).model, capabilities=[ToolProxyCapability.from_mcp_config(both, lazy=True, listing_cache=store)]
-    ).run('x')
+    earlier = ToolProxyCapability.from_mcp_config(both, lazy=True, listing_cache=store)
+    await Agent(Script(['done']).model, capabilities=[earlier]).run('x')
+    await earlier.stop_mcp_servers()
     only_a = write(tmp_path, {'a': server(pids)})
     script = Script([[(SEARCH, {'query': 'generated tool'})], 'done'])
     proxy = ToolProxyCapability.from_mcp_config(only_a, lazy=True, listing_cache=store)
     assert list(proxy.groups) == ['a']
     result = await Agent(script.model, capabilities=[proxy]).run('x')
     assert {t['group'] for t in page_of(last_return(result.all_messages(), SEARCH))['tools']} == {'a'}
-    assert len(started(pids)) == 2 and alive(pids) == []
+    assert len(started(pids)) == 2 and alive(pids) == []  # the lazy run started nothing
 
 
 async def test_concurrent_runs_sharing_one_lazy_capability_start_the_server_once(tmp_path: Path, pids: Path) -> None:
@@ -207,7 +215,9 @@ async def test_concurrent_runs_sharing_one_lazy_capability_start_the_server_once
 
     results = await asyncio.gather(one(), one(), one())
     assert [last_return(r.all_messages(), CALL).content for r in results] == ['ran plain_tool'] * 3
-    assert len(started(pids)) <= 5 and alive(pids) == []
+    assert len(started(pids)) == 2  # the first run's processes, kept: the concurrent runs started none
+    await proxy.stop_mcp_servers()
+    assert alive(pids) == []
 
 
 async def test_servers_start_concurrently_at_run_entry(tmp_path: Path, pids: Path) -> None:
@@ -218,6 +228,7 @@ async def test_servers_start_concurrently_at_run_entry(tmp_path: Path, pids: Pat
     stamps = sorted(float(line.split()[1]) for line in pids.read_text().splitlines())
     assert len(stamps) == 3
     assert stamps[-1] - stamps[0] < 0.9  # one after another, each 1 s start would put them >= 1 s apart
+    await proxy.stop_mcp_servers()
     assert alive(pids) == []
 
 
@@ -284,7 +295,9 @@ async def test_a_fleet_lists_each_server_once_through_postgres(tmp_path: Path, p
     path = write(tmp_path, {name: server(pids) for name in ('a', 'b')})
     first = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=postgres_db)
     await Agent(Script([[(SEARCH, {'query': 'generated tool number 2'})], 'done']).model, capabilities=[first]).run('x')
-    assert len(started(pids)) == 2 and alive(pids) == []
+    assert len(started(pids)) == 2
+    await first.stop_mcp_servers()
+    assert alive(pids) == []
     second = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=postgres_db)
     searches = Script([[(SEARCH, {'query': 'generated tool number 2'})], 'done'])
     result = await Agent(searches.model, capabilities=[second]).run('x')

@@ -75,21 +75,25 @@ def pids(tmp_path: Path) -> Any:
 async def test_silent_and_crashing_servers_are_left_out_and_none_outlives_the_run(
     tmp_path: Path, pids: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    quick = {'startup_timeout_sec': 2}  # what a silent server costs the run that finds it
     path = write(
         tmp_path,
         {
             'ok': hostile(pids),
-            'silent_list': hostile(pids, '--on-list', 'hang'),
-            'silent_init': hostile(pids, '--on-initialize', 'hang'),
+            'silent_list': {**hostile(pids, '--on-list', 'hang'), **quick},
+            'silent_init': {**hostile(pids, '--on-initialize', 'hang'), **quick},
             'crash': hostile(pids, '--on-initialize', 'crash'),
         },
     )
     script = Script([[(SEARCH, {'query': 'plain tool'})], 'done'])
+    proxy = ToolProxyCapability.from_mcp_config(path)
     with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
-        result = await Agent(script.model, capabilities=[ToolProxyCapability.from_mcp_config(path)]).run('x')
+        result = await Agent(script.model, capabilities=[proxy]).run('x')
     assert group_enum(script) == ['ok']
     assert page_of(last_return(result.all_messages(), SEARCH))['tools'][0]['tool'] == 'plain_tool'
     assert len(started(pids)) == 4
+    assert len(alive(pids, wait=0)) == 1  # the failed ones were stopped; 'ok' is kept for the next run
+    assert await proxy.stop_mcp_servers() == 1
     assert alive(pids) == []
     warnings = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
     assert len(warnings) == 3, warnings
@@ -98,7 +102,7 @@ async def test_silent_and_crashing_servers_are_left_out_and_none_outlives_the_ru
     assert 'its stderr ended: starting the hostile server' in crash
     assert 'SSLCertVerificationError: certificate verify failed (hostile test)' in crash
     assert len(crash) < 2_000
-    assert any('no answer to tools/list within 5 s' in w for w in warnings)
+    assert any('no answer to tools/list within the start timeout of 2 s' in w for w in warnings)
 
 
 async def test_a_tool_named_empty_loses_that_tool_with_one_warning_never_the_run(
@@ -116,6 +120,7 @@ async def test_a_tool_named_empty_loses_that_tool_with_one_warning_never_the_run
     warnings = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
     assert warnings == ["MCP server 'odd' listed a tool '' that is left out of group 'odd': its name '' cannot be "
                         'called through the proxy']  # fmt: skip
+    await proxy.stop_mcp_servers()
     assert alive(pids) == []
 
 
@@ -129,17 +134,21 @@ def test_run_sync_then_asyncio_run_on_one_agent_keeps_every_group(tmp_path: Path
             'second',
         ]
     )
-    agent = Agent(script.model, capabilities=[ToolProxyCapability.from_mcp_config(path)])
+    proxy = ToolProxyCapability.from_mcp_config(path)
+    agent = Agent(script.model, capabilities=[proxy])
     # `run_sync` runs on the thread's current event loop (creating one if none): give it one to close after.
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
         first = agent.run_sync('x')
         asyncio.set_event_loop(None)
-        assert alive(pids) == []  # stopped with the run that started them
+        assert len(alive(pids, wait=0)) == 2  # kept on the first loop for its next run
         second = asyncio.run(agent.run('y'))  # another loop, while the first is still open (what broke every server)
+        assert len(started(pids)) == 4  # the second loop's own processes, stopped when asyncio.run ended its loop
+        assert len(alive(pids, wait=0)) == 2
     finally:
         asyncio.set_event_loop(None)
+        loop.run_until_complete(proxy.stop_mcp_servers())  # a host closing its own loop stops its servers first
         loop.close()
     for result, step in ((first, 0), (second, 2)):
         assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
@@ -174,8 +183,8 @@ def test_cli_commands_end_with_silent_servers_and_no_server_left(tmp_path: Path,
         tmp_path,
         {
             'ok': hostile(pids),
-            'silent_list': hostile(pids, '--on-list', 'hang'),
-            'silent_init': hostile(pids, '--on-initialize', 'hang'),
+            'silent_list': {**hostile(pids, '--on-list', 'hang'), 'startup_timeout_sec': 2},
+            'silent_init': {**hostile(pids, '--on-initialize', 'hang'), 'startup_timeout_sec': 2},
         },
     )
     inspect = toolproxy('--mcp-config', str(path), 'inspect', '--json')

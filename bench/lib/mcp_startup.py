@@ -113,6 +113,7 @@ async def measure(mode: str, config: Path, pid_file: Path, store: SQLiteListingS
 
     pid_file.unlink(missing_ok=True)
     search = call('search_proxy_tools', {'query': QUERY})
+    proxy: ToolProxyCapability[Any] | None = None
     if mode == 'toolsets=':
         model = Measured(pid_file, [say('done')])
         agent: Agent[None, str] = Agent(FunctionModel(model), toolsets=load_mcp_toolsets(config))
@@ -139,12 +140,15 @@ async def measure(mode: str, config: Path, pid_file: Path, store: SQLiteListingS
         ProxySurfaceToolset.__aenter__ = concurrent  # type: ignore[method-assign]
     await asyncio.sleep(0.2)
     assert model.first_at is not None
+    left_running = sum(os.path.exists(f'/proc/{pid}') for pid in started(pid_file))
+    if proxy is not None:  # kept for this loop's next run of the same agent; the next mode builds its own
+        await proxy.stop_mcp_servers()
     return {
         'first_request_s': model.first_at - began,
         'run_s': ended - began,
         'starts': len(started(pid_file)),
         'rss_mib': model.first_rss,
-        'left_running': sum(os.path.exists(f'/proc/{pid}') for pid in started(pid_file)),
+        'left_running': left_running,
         'pages': model.pages,
     }
 
@@ -193,7 +197,7 @@ async def report(argv: list[str] | None = None) -> None:
         f'(median of {args.runs} runs, load {load:.2f})\n'
     )
     print('| offered as | first model request (s) | vs one after another | whole run (s) | servers started | server RSS at '
-          'first request (MiB) | left running |')  # fmt: skip
+          'first request (MiB) | kept running |')  # fmt: skip
     print('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
     for mode in MODES:
         rows = results[mode]

@@ -1,4 +1,5 @@
-"""A stdio MCP server for `bench/lib/mcp_startup.py`: sleeps `--start-delay` seconds (a cold `npx`/`uvx` start), then
+"""A stdio MCP server for `bench/lib/mcp_startup.py`: sleeps `--start-delay` seconds (a cold `npx`/`uvx` start), spends
+`--start-cpu` seconds of CPU (a heavy server's imports), then
 serves `--tools` generated tools through the official `mcp` SDK (`MCPServer`), each with its own description and
 parameters. `--pid-file F` appends `<pid> <unix time>` to F at start, so the benchmark counts starts.
 
@@ -29,12 +30,15 @@ def main() -> None:
     parser.add_argument('--name', default='bench')
     parser.add_argument('--tools', type=int, default=20)
     parser.add_argument('--start-delay', type=float, default=1.0)
+    parser.add_argument('--start-cpu', type=float, default=0.0)
     parser.add_argument('--pid-file')
     args = parser.parse_args()
     if args.pid_file:
         with open(args.pid_file, 'a') as f:
             f.write(f'{os.getpid()} {time.time():.3f}\n')
     time.sleep(args.start_delay)
+    while time.process_time() < args.start_cpu:  # CPU spent at start, as a heavy server's imports spend it
+        pass
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer(name=args.name, version='1.0.0', instructions=f'Tools for {args.name}.', log_level='WARNING')

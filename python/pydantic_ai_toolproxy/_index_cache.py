@@ -304,6 +304,13 @@ class SearchIndexCache:
         self._tick = 0
         self._dropped_builds = 0
 
+    def redescribe(self, group: str, description: str) -> None:
+        """Index `group` with `description` from now on: every slot starts over (its next sync indexes the step's
+        members again). Call with `lock` held."""
+        self._descriptions[group] = description
+        for slot in self.slots:
+            slot.reset()
+
     @property
     def vectors(self) -> IndexFollower | None:
         """What follows every slot's records (hybrid search's tool vectors), or None; set it before the first sync."""

@@ -6,8 +6,9 @@ one `MCPToolset` per server (id = the server name) inside a `PrefixedToolset` na
 is taken off, because the group already says which server a tool comes from, so each group lists its tools under
 the server's own names.
 
-Group ids (`group_id`): a server name is made a group id by one documented rule, and a name the rule cannot make
-valid, or two names the rule makes equal, fail at construction with an error naming the server(s).
+Group ids (`group_ids`): every server name is made a valid, distinct group id by one documented rule (a name too
+long or with nothing usable is cut and given a short hash of itself; two names the rule makes equal are told
+apart the same way), so no file is refused for its server names.
 
 A server that does not start: Pydantic AI builds the toolsets without starting anything, and starts each server
 when a run (or `async with agent:`) enters its toolset, where a bare `MCPToolset` that fails fails the whole run.
@@ -36,6 +37,7 @@ stay.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Collection, Mapping
@@ -44,22 +46,28 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
+from ._mcp_describe import MAX_DESCRIPTION_CHARS, default_description, described
+from ._mcp_noise import quiet_stdout
+from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, shared_pool
 from ._mcp_server import (
     LISTING_TIMEOUT,
     first_listing,
     prepare_transport,
     server_log_path,
     stderr_tail,
+    stdio_factory,
 )
-from ._mcp_toolset import MCPServerToolset
-from ._names import group_id
+from ._mcp_toolset import MCPServerToolset, load_entries
+from ._names import group_id, group_ids
 from .group import ToolProxyGroup
-from .mcp_listing_cache import DEFAULT_MAX_AGE, ServerListing, listing_key, open_listing_store
+from .mcp_listing_cache import DEFAULT_MAX_AGE, listing_key, open_listing_store
 
 __all__ = (
     'LISTING_TIMEOUT',
+    'MAX_DESCRIPTION_CHARS',
     'MCPServerToolset',
     'default_description',
+    'described',
     'first_listing',
     'group_id',
     'mcp_groups',
@@ -70,31 +78,40 @@ __all__ = (
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
 
-MAX_DESCRIPTION_CHARS = 512
-"""Most characters of a group description taken from what a server says about itself."""
+START_TIMEOUT_KEYS = ('startup_timeout_sec', 'startup_timeout_ms')
+"""The keys of an `mcpServers` entry that set its start timeout, as other MCP clients spell them (seconds, ms)."""
 
 
-def described(server: str, entry: ServerListing | None) -> str:
-    """A group description for a server the file gives none: its `instructions`, else its `serverInfo` title or
-    name (unless that name only repeats the file's), from its cached listing (whitespace collapsed, cut to 512
-    characters), else `default_description`."""
-    if entry is not None:
-        name = entry.server_name if (entry.server_name or '').strip().lower() != server.strip().lower() else None
-        for text in (entry.instructions, entry.server_title, name):  # a name that only repeats the file's: none
-            said = ' '.join((text or '').split())
-            if said:
-                if len(said) > MAX_DESCRIPTION_CHARS:
-                    said = said[: MAX_DESCRIPTION_CHARS - 3].rstrip() + '...'
-                if text is not entry.instructions:
-                    said = f'Tools of the MCP server "{server[:200]}": {said}'[:MAX_DESCRIPTION_CHARS]
-                return said
-    return default_description(server)
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float('inf'):
+        raise ValueError(f'{name} must be a positive number of seconds, got {value!r}')
+    return float(value)
 
 
-def default_description(server: str) -> str:
-    """The group description used when the host gives none: `Tools of the MCP server "<name>"` (the name as written
-    in the file, cut to 400 characters)."""
-    return f'Tools of the MCP server "{server[:400]}"'
+def start_timeouts(path: str | os.PathLike[str], servers: Collection[str], default: float) -> dict[str, float]:
+    """Server name -> its start timeout in seconds: the entry's `startup_timeout_sec`, else its
+    `startup_timeout_ms` / 1000, else `default`. Pydantic AI's reader ignores these keys; they are read from the
+    file's JSON here (a file it already read, so it is valid JSON).
+
+    Raises:
+        ValueError: a key that is no positive number (naming the server and the key).
+    """
+    try:
+        data = json.loads(Path(os.path.expanduser(os.fspath(path))).read_bytes())
+        entries = data.get('mcpServers') or {}
+    except (OSError, ValueError, AttributeError):  # read already by load_mcp_toolsets; a race: the defaults
+        entries = {}
+    timeouts: dict[str, float] = {}
+    for server in servers:
+        entry = entries.get(server) if isinstance(entries, dict) else None
+        seconds = default
+        if isinstance(entry, dict):
+            for key, scale in zip(START_TIMEOUT_KEYS, (1.0, 1000.0)):
+                if key in entry:
+                    seconds = _positive(f'{key} of MCP server {server!r}', entry[key]) / scale
+                    break
+        timeouts[server] = seconds
+    return timeouts
 
 
 def mcp_groups(
@@ -105,33 +122,42 @@ def mcp_groups(
     lazy: bool | Collection[str] = False,
     listing_cache: object = 'default',
     max_age: float = DEFAULT_MAX_AGE,
+    start_timeout: float = DEFAULT_START_TIMEOUT,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> dict[str, ToolProxyGroup[Any]]:
-    """Group id -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's order.
+    """Group id (`group_ids`) -> `ToolProxyGroup` for each server of the `mcpServers` file at `path`, in the file's
+    order.
 
     Args:
         path: The JSON file (`~` expanded), read by `pydantic_ai.mcp.load_mcp_toolsets` (paths inside it, such as a stdio
             server's command and `cwd`, are as that function reads them: relative to the process's working
             directory).
-        descriptions: Server name (as written in the file) -> group description; servers not in it get
-            `default_description`.
+        descriptions: Server name (as written in the file) -> group description; servers not in it get one from
+            what the server says about itself (`_mcp_describe.described`: its cached listing, else its first live
+            start, before the first model request), else `default_description`.
         server_log: A folder for the servers' stderr, one `<group id>.log` file each (appended to; made when
             absent; `~` expanded), or None: a private temporary folder of this process (see the module docstring).
         lazy: True for every server, or the names of the servers (as written in the file) to start only when a call
             needs them while the listing cache holds a fresh entry (`MCPServerToolset`).
         listing_cache: Where listings are kept (`mcp_listing_cache.open_listing_store`): `'default'` (a file beside
-            the embedding cache), a path, a `ListingStore`, or `'off'`/None. Every live start stores its listing;
-            a cached entry also gives a server without a `descriptions` entry its description (`described`).
+            the embedding cache), a path, a `ListingStore`, or `'off'`/None. Every live start stores its listing.
         max_age: Seconds a cached listing stays fresh when its server announced no `ttlMs` above zero.
+        start_timeout: Seconds a stdio server may take to start (spawn, `initialize`, first `tools/list`), counted
+            from the moment its start may begin (`_mcp_pool.start_slots` start at once); an entry's own
+            `startup_timeout_sec` (or `startup_timeout_ms`) key wins (`start_timeouts`).
+        idle_timeout: Seconds a stdio server no run uses stays up, or None to keep it until its event loop ends or
+            the process exits.
 
     Raises:
         OSError: a missing or unreadable file (from `load_mcp_toolsets`).
         ValueError: what else `load_mcp_toolsets` raises (invalid JSON, an entry that is not an MCP server, an
             undefined `${VAR}`), with the file named.
-        ValueError: a server name that cannot be a group id, two server names with one group id (naming both),
-            or a `descriptions` key that names no server of the file.
+        ValueError: a `descriptions` key that names no server of the file.
         TypeError: `descriptions` is not a mapping of str to str, `lazy` is neither a bool nor a collection of
             str, or `listing_cache` is of another type.
-        ValueError: `lazy` names a server the file does not have, or `max_age` is not a positive number.
+        ValueError: `lazy` names a server the file does not have, `max_age` or `start_timeout` is not a positive
+            number, `idle_timeout` is neither None nor a positive number, or an entry's `startup_timeout_sec` /
+            `startup_timeout_ms` is not a positive number (naming the server).
     """
     from pydantic_ai.mcp import load_mcp_toolsets  # the [mcp] extra: imported only when a file is used
 
@@ -164,8 +190,11 @@ def mcp_groups(
             )
     else:
         raise TypeError(f'lazy must be a bool or a collection of server names, got {lazy!r}')
-    if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not 0 < max_age < float('inf'):
-        raise ValueError(f'max_age must be a positive number of seconds, got {max_age!r}')
+    _positive('max_age', max_age)
+    _positive('start_timeout', start_timeout)
+    if idle_timeout is not None:
+        _positive('idle_timeout', idle_timeout)
+    timeouts = start_timeouts(path, servers, start_timeout)
     store = open_listing_store(listing_cache)
     unknown = [name for name in descriptions or {} if name not in servers]
     if unknown:
@@ -174,32 +203,44 @@ def mcp_groups(
             f'(its servers: {", ".join(map(repr, servers)) or "none"})'
         )
     groups: dict[str, ToolProxyGroup[Any]] = {}
-    named: dict[str, str] = {}
+    ids = group_ids(servers)
+    sources: dict[str, MCPServerToolset[Any]] = {}
     for server, toolset in servers.items():
-        gid = group_id(server)
-        if gid in named:
-            raise ValueError(
-                f'MCP servers {named[gid]!r} and {server!r} both become ToolProxy group {gid!r}; '
-                'rename one of them in the mcpServers file'
+        gid = ids[server]
+        stderr_path = prepare_transport(toolset, gid, server_log)  # `<gid>.log`: a valid group id is its own id
+        quiet_stdout(toolset, server, stderr_path)  # a banner on its stdout: one warning, the lines in its log
+        factory = stdio_factory(toolset, timeouts[server], server=server)
+        key = listing_key(server, getattr(getattr(toolset, 'client', None), 'transport', None))
+        pool = (
+            shared_pool(
+                (key, str(stderr_path)), server, factory, start_timeout=timeouts[server], idle_timeout=idle_timeout
             )
-        named[gid] = server
-        stderr_path = prepare_transport(toolset, server, server_log)
+            if factory is not None
+            else None
+        )
         source = MCPServerToolset(
             toolset,
             server=server,
+            group=gid,
             stderr_path=stderr_path,
             private_log=server_log is None,
             lazy=server in lazy_servers,
             listing_store=store,
-            cache_key=listing_key(server, getattr(getattr(toolset, 'client', None), 'transport', None)),
+            cache_key=key,
             max_age=float(max_age),
+            pool=pool,
         )
-        given = (descriptions or {}).get(server)
+        sources[gid] = source
+    load_entries(list(sources.values()))  # every cached entry in one bounded wait, not one per server
+    for gid, source in sources.items():
+        given = (descriptions or {}).get(source.server)
         if given is not None:
             groups[gid] = ToolProxyGroup(source=source, description=given)
             continue
-        try:
-            groups[gid] = ToolProxyGroup(source=source, description=described(server, source.cached_entry()))
-        except ValueError:  # what the server said is no valid description: the default one
-            groups[gid] = ToolProxyGroup(source=source, description=default_description(server))
+        source.describe = True  # from what the server says: its cached entry now, else its first live start
+        entry = source.cached_entry()
+        said = described(source.server, entry) or default_description(source.server)
+        if entry is not None:  # settled: a later live start (a lazy call mid-run) never changes it
+            source.shared.description = said
+        groups[gid] = ToolProxyGroup(source=source, description=said)
     return groups

@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import anyio
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from ._mcp_noise import quiet_stdout
 from ._names import group_id
 from .mcp_listing_cache import ServerListing
 
@@ -102,6 +104,35 @@ def prepare_transport(toolset: Any, server: str, server_log: str | os.PathLike[s
     return path
 
 
+def stdio_factory(toolset: Any, start_timeout: float, server: str = '') -> Callable[[], Any] | None:
+    """A function building a fresh `MCPToolset` for the stdio server `toolset` (as `load_mcp_toolsets` builds it: the
+    same command line, environment, folder and id), with its own transport (`keep_alive` off, stderr to the same
+    file, its stdout noise kept there: `_mcp_noise.quiet_stdout` for `server`) and `start_timeout` as its
+    `initialize` bound: each event loop gets its own (`_mcp_pool.ServerPool`). None for a server that is no stdio
+    process."""
+    transport = getattr(getattr(toolset, 'client', None), 'transport', None)
+    if transport is None or not all(hasattr(transport, a) for a in ('keep_alive', 'log_file', 'command', 'args')):
+        return None
+    from pydantic_ai.mcp import MCPToolset
+
+    kind = type(transport)
+    spec = {
+        'command': transport.command,
+        'args': list(transport.args),
+        'env': getattr(transport, 'env', None),
+        'cwd': getattr(transport, 'cwd', None),
+    }
+    log_file = transport.log_file
+    ident = toolset.id
+
+    def make() -> Any:
+        made = MCPToolset(kind(**spec, keep_alive=False, log_file=log_file), id=ident, init_timeout=start_timeout)
+        quiet_stdout(made, server or str(ident), log_file if isinstance(log_file, Path) else None)
+        return made
+
+    return make
+
+
 class _ListedFrom:
     """An `MCPToolset` seen through a cached listing: `list_tools` answers the listing, everything else is the
     toolset's own (so `MCPToolset.get_tools` builds the tools exactly as from a live listing, owned by the toolset)."""
@@ -121,24 +152,26 @@ async def tools_from_listing(toolset: Any, entry: ServerListing, ctx: RunContext
     """The tools `toolset` (an `MCPToolset`) would list if its server answered `entry`'s listing: Pydantic AI's own
     `MCPToolset.get_tools` run over the cached MCP `Tool` objects.
 
+    The cached tools are validated once per entry (`ServerListing.mcp_tools`, done when the entry is read), not at
+    each step.
+
     Raises:
         ValueError: an entry whose tools the MCP SDK rejects (pydantic's `ValidationError`).
     """
-    from mcp.types import Tool
-
-    tools = [Tool.model_validate(tool) for tool in entry.tools]
+    tools = entry.mcp_tools()
     listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
     return listed
 
 
-async def first_listing_with_ttl(toolset: Any) -> tuple[list[Any], int | None]:
-    """`first_listing` with the server's `ttlMs` hint of the listing's first page (None without one)."""
+async def first_listing_with_ttl(toolset: Any, timeout: float | None = LISTING_TIMEOUT) -> tuple[list[Any], int | None]:
+    """`first_listing` with the server's `ttlMs` hint of the listing's first page (None without one); `timeout`
+    seconds bound the whole listing (None: the caller bounds it)."""
     client = toolset.client
     list_page = getattr(client, 'list_tools_mcp', None)
     if list_page is None:  # pragma: no cover - a client without the page call: no hint
         return await first_listing(toolset), None
     try:
-        with anyio.fail_after(LISTING_TIMEOUT):
+        with anyio.fail_after(timeout):
             page = await list_page()
             tools: list[Any] = list(page.tools)
             ttl = getattr(page, 'ttl_ms', None)
@@ -150,7 +183,9 @@ async def first_listing_with_ttl(toolset: Any) -> tuple[list[Any], int | None]:
                 cursor = getattr(page, 'next_cursor', None)
                 pages += 1
     except TimeoutError as exc:
-        raise TimeoutError(f'no answer to tools/list within {LISTING_TIMEOUT:g} s') from exc
+        if timeout is None:
+            raise
+        raise TimeoutError(f'no answer to tools/list within {timeout:g} s') from exc
     return tools, ttl if isinstance(ttl, int) and ttl > 0 else None
 
 

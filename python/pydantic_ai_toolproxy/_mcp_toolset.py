@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Self
 
 import anyio
+import anyio.to_thread
 from pydantic_ai.exceptions import ModelRetry
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from ._mcp_describe import described
+from ._mcp_pool import LoopServer, ServerPool, StartFailed
 from ._mcp_server import (
     _log_size,
     first_listing_with_ttl,
@@ -35,6 +40,12 @@ from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
 
+STORE_TIMEOUT = 2.0
+"""Seconds the listing cache may take to read the entries of one file's servers (all at once, at construction) or
+to answer one read at run time; a store past it counts as empty (one warning). Writes never wait: they run in a
+thread of their own."""
+
+
 @dataclass
 class _Shared:
     """What the run copies of one `MCPServerToolset` share: the listing cache entry and the log-once flags."""
@@ -45,6 +56,101 @@ class _Shared:
     store_failed: bool = False
     left_out: set[str] = field(default_factory=set)
     """Names of listed tools already warned about as unusable (one warning each per server)."""
+    write: threading.Thread | None = None
+    """The thread storing the last live listing (None: nothing written yet)."""
+    written: bool | None = None
+    """Whether the last write stored the listing (None: none finished yet)."""
+    description: str | None = None
+    """The group description from what the server said (`_mcp_describe.described`): set from its cached entry at
+    construction, else at its first live start; never changed once set (None: not yet, or nothing usable)."""
+    listeners: list[Callable[[str], bool]] = field(default_factory=list)
+    """Told `description` when it is set at a live start (`bind_description`); one answering False is dropped."""
+
+
+_writes: dict[tuple[int, str], threading.Thread] = {}
+"""(id of the store, key) -> the thread writing that entry now: a read of the same key in this process waits for it
+(bounded like every read), so a run reads what the previous run stored."""
+_writes_lock = threading.Lock()
+
+
+def _read_entry(store: ListingStore, key: str, timeout: float = STORE_TIMEOUT) -> ServerListing | None:
+    """`store.get(key)` with its tools validated (`ServerListing.mcp_tools`), in a worker thread, after this
+    process's write of that key (if one is under way, waited for up to `timeout` seconds).
+
+    Raises:
+        Exception: what the store raises, or ValueError for an entry whose tools the MCP SDK rejects.
+    """
+    with _writes_lock:
+        writing = _writes.get((id(store), key))
+    if writing is not None:
+        writing.join(timeout)
+    entry = store.get(key)
+    if entry is not None and not isinstance(entry, ServerListing):
+        raise TypeError(f'{type(store).__name__}.get returned a {type(entry).__name__}, not a ServerListing')
+    if entry is not None:
+        entry.mcp_tools()
+    return entry
+
+
+def load_entries(toolsets: list[MCPServerToolset[Any]], timeout: float = STORE_TIMEOUT) -> None:
+    """Read the listing cache entries of `toolsets` not loaded yet, all within `timeout` seconds (one worker thread
+    per store, each reading its keys one after another; the caller waits at most `timeout` in all, never once per
+    server). An entry the store could not give in time, or that raised, counts as missing (one warning per
+    toolset's store, `_store_failed`); an entry whose tools the MCP SDK rejects counts as missing too (one warning
+    naming the server)."""
+    pending = [ts for ts in toolsets if not ts.shared.loaded and ts.listing_store is not None]
+    if not pending:
+        return
+    by_store: dict[int, list[MCPServerToolset[Any]]] = {}
+    for ts in pending:
+        by_store.setdefault(id(ts.listing_store), []).append(ts)
+    results: dict[int, tuple[bool, object]] = {}
+
+    def read(group: list[MCPServerToolset[Any]]) -> None:
+        for ts in group:
+            assert ts.listing_store is not None
+            try:
+                results[id(ts)] = (True, _read_entry(ts.listing_store, ts.cache_key))
+            except Exception as exc:
+                results[id(ts)] = (False, exc)
+
+    threads = [
+        threading.Thread(target=read, args=(group,), name='toolproxy-listing-read', daemon=True)
+        for group in by_store.values()
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    late = TimeoutError(f'no answer within {timeout:g} s')
+    for group in by_store.values():
+        failed: list[tuple[MCPServerToolset[Any], BaseException]] = []
+        for ts in group:
+            ok, found = results.get(id(ts), (False, late))
+            ts.shared.loaded = True
+            if ok:
+                ts.shared.entry = found if isinstance(found, ServerListing) else None
+            elif isinstance(found, ValueError):
+                logger.warning(
+                    'MCP listing cache entry of server %r is unreadable (%s); it counts as missing',
+                    ts.server,
+                    (str(found).splitlines() or [''])[0][:300],
+                )
+            else:
+                failed.append((ts, found if isinstance(found, BaseException) else late))
+        if failed:  # one warning per store, naming its servers
+            for ts, _ in failed:
+                ts.shared.store_failed = True
+            exc = failed[0][1]
+            logger.warning(
+                'MCP listing cache %r failed (%s: %s) for %s %s; started as without a cache',
+                failed[0][0].listing_store,
+                type(exc).__name__,
+                exc,
+                'server' if len(failed) == 1 else 'servers',
+                ', '.join(repr(ts.server) for ts, _ in failed),
+            )
 
 
 @dataclass
@@ -70,16 +176,23 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     """
 
     server: str = ''
+    group: str = ''
+    """The server's group id (`_names.group_ids`: distinct within its file); '' means `group_id(server)`."""
     stderr_path: Path | None = None
     """The file the server's stderr goes to (`prepare_transport`), None when it is no stdio process."""
     private_log: bool = True
     """Whether `stderr_path` is in the process's private folder (emptied before each fresh start)."""
     lazy: bool = False
     """Start the server only when a call needs it, while the listing cache holds a fresh entry."""
+    describe: bool = False
+    """Whether the group's description comes from what the server says (the host gave none): `shared.description`."""
     listing_store: ListingStore | None = None
     cache_key: str = ''
     max_age: float = DEFAULT_MAX_AGE
     shared: _Shared = field(default_factory=_Shared, repr=False, compare=False)
+    pool: ServerPool | None = field(default=None, repr=False, compare=False)
+    """The server's processes kept across runs (`_mcp_pool`), one per event loop; None for a server that is no stdio
+    process (entered by each run, as Pydantic AI enters it)."""
     start_error: Exception | None = field(default=None, init=False, repr=False, compare=False)
     start_failure: str = field(default='', init=False, repr=False, compare=False)
     """`start_error` as reported: `MCP server 'x' did not start (...)`, with the server's last stderr lines."""
@@ -96,10 +209,17 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     _prestarted: bool = field(default=False, init=False, repr=False, compare=False)
     """Started by the surface (`prestart`), concurrently with the other servers: the next entry is that start."""
     _call_lock: anyio.Lock | None = field(default=None, init=False, repr=False, compare=False)
+    _leases: list[LoopServer] = field(default_factory=list, init=False, repr=False, compare=False)
+    """The pooled servers this copy leased (released at its exit)."""
 
     @property
     def id(self) -> str | None:
         return self.wrapped.id
+
+    @property
+    def group_name(self) -> str:
+        """The server's group id: `group`, else `group_id(server)`."""
+        return self.group or group_id(self.server)
 
     @property
     def label(self) -> str:
@@ -148,7 +268,56 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 return True
         return await self._start_live(warn, 'this run')
 
-    async def _start_live(self, warn: bool, left_out_of: str) -> bool:
+    def _live(self) -> bool:
+        """Whether this copy holds the live server (a lease of the pool, or an entry of its own)."""
+        return bool(self._leases) or self._entered > 0
+
+    async def _start_live(self, warn: bool, left_out_of: str, *, call: bool = False) -> bool:
+        """Lease the server from the pool (started when none runs on this loop), or enter it (not pooled), and keep
+        its first listing. False when it is not available; a failed call-time start (`call`) keeps the copy's
+        cached listing (the group stays, the next call may try again)."""
+        if self.pool is None:
+            entered = await self._enter_live(warn, left_out_of)
+            if not entered and call:
+                self.start_error = None  # the cached listing stays: the next call tries again
+            return entered
+        offset = self._log_offset()
+        try:
+            leased, started = await self.pool.acquire()
+        except StartFailed as exc:
+            self._unavailable(exc, left_out_of, offset, warn, call)
+            return False
+        self._leases.append(leased)
+        self.wrapped = leased.toolset
+        self.listed = len(leased.tools)
+        self.start_error = None
+        self.start_failure = ''
+        if started:
+            self._remember(leased.tools, leased.ttl_ms)
+        return True
+
+    def _unavailable(self, exc: StartFailed, left_out_of: str, offset: int, warn: bool, call: bool) -> None:
+        """Report a pooled server that did not start (now or earlier): one warning per failed start, saying when
+        the background retry comes."""
+        leased = exc.server
+        retry = (
+            f'it is tried again in the background in {exc.retry_in:.0f} s'
+            if exc.retry_in
+            else 'it is being tried again'
+        )
+        if exc.fresh:
+            text = self.failure(exc.error, 'did not start', offset)
+        else:
+            ago = time.monotonic() - leased.failed_at
+            text = f'{self.failure(exc.error, "did not start", offset)} {ago:.0f} s ago'
+        self.start_failure = text
+        if not call:
+            self.start_error = exc.error if isinstance(exc.error, Exception) else exc
+        if warn and leased.warned < leased.failures:
+            leased.warned = leased.failures
+            logger.warning('%s; group %r is left out of %s; %s', text, self.group_name, left_out_of, retry)
+
+    async def _enter_live(self, warn: bool, left_out_of: str) -> bool:
         offset = self._log_offset()
         try:
             await self.wrapped.__aenter__()
@@ -173,18 +342,24 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         return True
 
     def cached_entry(self) -> ServerListing | None:
-        """The listing cache's entry for this server (read from the store once per process), or None."""
-        shared = self.shared
-        if not shared.loaded and self.listing_store is not None:
-            shared.loaded = True
-            try:
-                shared.entry = self.listing_store.get(self.cache_key)
-            except Exception as exc:
-                self._store_failed(exc)
-        return shared.entry
+        """The listing cache's entry for this server, or None: the one `load_entries` read (at construction, for
+        all servers of the file at once), else read now within `STORE_TIMEOUT` seconds (once per process; a
+        store past it, failing, or holding an entry the MCP SDK rejects counts as holding none). Call
+        `load_entry` from a running event loop."""
+        if not self.shared.loaded:
+            load_entries([self])
+        return self.shared.entry
+
+    async def load_entry(self) -> ServerListing | None:
+        """`cached_entry` off the event loop: a read not done yet runs in a worker thread (the loop never waits
+        for the store)."""
+        if not self.shared.loaded:
+            await anyio.to_thread.run_sync(load_entries, [self], abandon_on_cancel=True)
+        return self.shared.entry
 
     def _remember(self, tools: list[Any], ttl_ms: int | None) -> None:
-        """Keep what a live start listed, in memory and in the store (a store failure is logged once)."""
+        """Keep what a live start listed, in memory at once and in the store by a worker thread (the caller never
+        waits for the store: `wait_stored`); a store failure is logged once."""
         info = getattr(self.wrapped, '_server_info', None)
         try:
             entry = ServerListing(
@@ -195,20 +370,77 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 instructions=_text_attr(self.wrapped, 'instructions'),
                 fetched_at=time.time(),
                 ttl_ms=ttl_ms,
-            )
+            ).with_mcp_tools(tools)
         except Exception as exc:  # a listing that cannot be dumped as JSON: not cached
             self._store_failed(exc)
             return
         shared = self.shared
         shared.loaded = True
+        self._described_by(entry)
         if shared.entry is not None and shared.entry.tools == entry.tools and shared.entry.fresh(self.max_age):
+            if shared.write is None and shared.written is None and self.listing_store is not None:
+                shared.written = not shared.store_failed  # what the store gave at construction: stored already
             return  # unchanged and fresh: no write
         shared.entry = entry
-        if self.listing_store is not None:
+        store = self.listing_store
+        if store is None:
+            return
+
+        slot = (id(store), self.cache_key)
+        before = shared.write
+
+        def write() -> None:
             try:
-                self.listing_store.put(self.cache_key, entry)
+                if before is not None:  # writes of one server land in the order they were made
+                    before.join()
+                store.put(self.cache_key, entry)
             except Exception as exc:
+                shared.written = False
                 self._store_failed(exc)
+            else:
+                shared.written = True
+            finally:
+                with _writes_lock:
+                    if _writes.get(slot) is thread:
+                        del _writes[slot]
+
+        shared.written = None
+        thread = threading.Thread(target=write, name='toolproxy-listing-write', daemon=True)
+        with _writes_lock:
+            _writes[slot] = shared.write = thread
+        thread.start()
+
+    def bind_description(self, listener: Callable[[str], bool]) -> None:
+        """Tell `listener` the group description from what the server said (`shared.description`): at once when it
+        is known, else when the server's first live start sets it (the listener answers False to be dropped: its
+        surface is gone). Does nothing unless `describe`."""
+        if not self.describe:
+            return
+        said = self.shared.description
+        if said is not None:
+            listener(said)
+        else:
+            self.shared.listeners.append(listener)
+
+    def _described_by(self, entry: ServerListing) -> None:
+        """Set `shared.description` from a live listing's `entry` when not set yet, and tell the listeners."""
+        shared = self.shared
+        if not self.describe or shared.description is not None:
+            return
+        said = described(self.server, entry)
+        if said is None:
+            return
+        shared.description = said
+        shared.listeners[:] = [listener for listener in shared.listeners if listener(said)]
+
+    def wait_stored(self, timeout: float = STORE_TIMEOUT) -> bool:
+        """Wait up to `timeout` seconds for the last live listing's write to the store; whether the store holds it
+        (written now, or unchanged since the store gave it; False: no store, no live listing, a store failure, or
+        not done in time). Blocks: call it in a worker thread from an event loop."""
+        write = self.shared.write
+        if write is not None:
+            write.join(timeout)
+        return self.shared.written is True
 
     def _store_failed(self, exc: BaseException) -> None:
         if not self.shared.store_failed:
@@ -227,7 +459,12 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         path = self.stderr_path
         if path is None:
             return 0
-        if self.private_log and not getattr(self.wrapped, 'is_running', True):
+        if self.pool is not None:
+            current = self.pool.current()
+            running = current is not None and current.state in ('starting', 'up')
+        else:
+            running = getattr(self.wrapped, 'is_running', True)
+        if self.private_log and not running:
             with contextlib.suppress(OSError):
                 path.write_bytes(b'')
         return _log_size(path)
@@ -243,10 +480,13 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         self.start_error = exc
         self.start_failure = self.failure(exc, what, offset)
         if warn:
-            logger.warning('%s; group %r is left out of %s', self.start_failure, group_id(self.server), left_out_of)
+            logger.warning('%s; group %r is left out of %s', self.start_failure, self.group_name, left_out_of)
 
     async def __aexit__(self, *args: Any) -> bool | None:
         self.from_cache = False
+        leases, self._leases = self._leases, []
+        for leased in leases:  # the server stays up for later runs (until idle, its loop's end or exit)
+            leased.release()
         if self._entered == 0:  # this entry started nothing (a failure, or a cached listing never called)
             return None
         self._entered, entered = 0, self._entered
@@ -257,7 +497,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         if self.start_error is not None:
             return {}
-        if self.from_cache and self._entered == 0:
+        if self.from_cache and not self._live():
             entry = self.shared.entry
             if entry is None:  # pragma: no cover - from_cache is set only with an entry
                 return {}
@@ -279,25 +519,25 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 stderr), it no longer has the tool, or the tool's schema changed since it was listed: the model is
                 told to search the group again or to use another group.
         """
-        if self.from_cache and self._entered == 0:
+        if self.from_cache and not self._live():
             if self._call_lock is None:
                 self._call_lock = anyio.Lock()
             async with self._call_lock:
-                if self._entered == 0 and not await self._start_live(True, 'this call (other calls try again)'):
+                if not self._live() and not await self._start_live(True, 'this call', call=True):
                     raise ModelRetry(
-                        f'The MCP server of group {group_id(self.server)!r} could not be started, so {name!r} did '
+                        f'The MCP server of group {self.group_name!r} could not be started, so {name!r} did '
                         'not run. Use a tool of another group, or tell the user that this server is unavailable.'
                     )
             live = self.usable(await self.wrapped.get_tools(ctx))
             current = live.get(name)
             if current is None:
                 raise ModelRetry(
-                    f'Group {group_id(self.server)!r} no longer has the tool {name!r}: its MCP server changed since '
+                    f'Group {self.group_name!r} no longer has the tool {name!r}: its MCP server changed since '
                     'the tool was listed, and it did not run. Search the group again for its current tools.'
                 )
             if not _same_definition(current.tool_def, tool.tool_def):
                 raise ModelRetry(
-                    f'The tool {name!r} of group {group_id(self.server)!r} changed since it was listed (its MCP server '
+                    f'The tool {name!r} of group {self.group_name!r} changed since it was listed (its MCP server '
                     'was updated), and it did not run. Search the group again for its current schema, then call it.'
                 )
             tool = current
@@ -322,13 +562,13 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                     'MCP server %r listed a tool %r that is left out of group %r: %s',
                     self.server,
                     name,
-                    group_id(self.server),
+                    self.group_name,
                     why,
                 )
         return {name: tool for name, tool in tools.items() if name not in bad}
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> Any:
-        if self.start_error is not None or (self.from_cache and self._entered == 0):
+        if self.start_error is not None or (self.from_cache and not self._live()):
             return None
         return await self.wrapped.get_instructions(ctx)
 

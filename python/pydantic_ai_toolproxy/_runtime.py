@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic_ai.tools import RunContext
 
+from . import _core
 from ._directory import Directory, DirectoryCache
 from ._index_cache import SearchIndexCache
 from .config import ToolProxyConfig
@@ -28,7 +29,8 @@ class ProxyRuntime:
 
     Attributes:
         config: The surface's `ToolProxyConfig`.
-        descriptions: Group name -> description, as validated by `ToolProxyCapability` (or `ToolProxyPlan`).
+        descriptions: Group name -> description, as validated by `ToolProxyCapability` (or `ToolProxyPlan`);
+            replaced by `redescribe`.
         group_order: The configured group names, in order (the order of the group enum and summaries).
         directories: Per-step grouped directories (`DirectoryCache`).
         search_index: The shared search indexes (`SearchIndexCache`: one per member set in use, bounded).
@@ -50,6 +52,25 @@ class ProxyRuntime:
             config = self.config
             self.vectors = ToolVectors(config, self.descriptions, self.search_index.lock, lambda: open_store(config))
             self.search_index.vectors = self.vectors
+
+    def redescribe(self, group: str, description: str) -> None:
+        """Give `group` the description `description` from now on (an `mcpServers` group whose server described
+        itself at its first live start, `_mcp_toolset.MCPServerToolset.bind_description`): the controls, the
+        guidance and the search indexes (rebuilt at their next sync) use it. An invalid description, or a group
+        this surface does not have, changes nothing."""
+        if self.descriptions.get(group, description) == description:
+            return
+        try:
+            _core.validate_group_description(group, description)
+        except ValueError:
+            return
+        with self.search_index.lock:
+            described = dict(self.descriptions)
+            described[group] = description
+            self.descriptions = described
+            self.search_index.redescribe(group, description)
+            if self.vectors is not None:
+                self.vectors.redescribe(group, description)
 
     def group_description(self, group: str) -> str:
         """The configured description of `group` ('' for a group this surface does not have)."""

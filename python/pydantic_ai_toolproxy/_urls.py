@@ -12,8 +12,9 @@ __all__ = ('POSTGRES_SCHEMES', 'is_postgres_url', 'looks_like_database_url', 're
 POSTGRES_SCHEMES = ('postgresql://', 'postgres://')
 """The URL schemes that name a PostgreSQL database (libpq's connection URIs)."""
 
-_DATABASE_LIKE = re.compile(r'^\s*[a-z][a-z0-9+.-]*:/', re.I)
-_SCHEME = re.compile(r'^\s*[a-z][a-z0-9+.-]*:/*', re.I)
+# A scheme has two characters at least: `C:/Users/...` is a Windows path (a drive letter), never a URL.
+_DATABASE_LIKE = re.compile(r'^\s*[a-z][a-z0-9+.-]+:/', re.I)
+_SCHEME = re.compile(r'^\s*[a-z][a-z0-9+.-]+:/*', re.I)
 _SECRET_PARAMS = re.compile(r'(?i)\b(password|sslpassword|passfile|sslkey)(\s*=\s*)(\'[^\']*\'|[^&\s]*)')
 
 
@@ -25,7 +26,8 @@ def is_postgres_url(value: object) -> bool:
 def looks_like_database_url(value: object) -> bool:
     """Whether `value` is a str shaped like a URL (`scheme:/...`, e.g. SQLAlchemy's `postgresql+psycopg://` or a
     typo such as `postgresql:/host`) that is not a PostgreSQL URL libpq reads: such a setting is refused, never
-    taken as a file path (which would create folders named after the URL, password included)."""
+    taken as a file path (which would create folders named after the URL, password included). A Windows path with
+    a drive letter (`C:/cache/x.sqlite3`) is a path: a one-letter scheme is a drive."""
     return isinstance(value, str) and bool(_DATABASE_LIKE.match(value)) and not is_postgres_url(value)
 
 

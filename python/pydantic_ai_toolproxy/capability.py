@@ -4,6 +4,8 @@ registered in the `ToolManager` under its canonical name `{group}__{tool}` and i
 from __future__ import annotations
 
 import os
+import sys
+import weakref
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -24,6 +26,7 @@ from ._call import envelope_retry, search_arguments_retry
 from ._controls import ControlToolset, advertised_controls
 from ._directory import Directory
 from ._instructions import guidance
+from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT
 from ._members import GroupMemberToolset, GroupSourceCapability, dispatching
 from ._messages import retry, shown
 from ._private import AgentInstructions, DynamicToolset
@@ -141,6 +144,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             descriptions={name: g.description for name, g in frozen.items()},
             group_order=list(frozen),
         )
+        _bind_server_descriptions(frozen, runtime)
         # Capability sources keep their native binding and hooks through `GroupSourceCapability`; toolset sources
         # are wrapped directly, which spares every member one capability-ownership layer per step.
         self._setup(
@@ -176,6 +180,24 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             children.append(ProxyGuidance(runtime))
         WrapperCapability.__init__(self, wrapped=CombinedCapability(children))
 
+    async def stop_mcp_servers(self) -> int:
+        """Stop the stdio MCP servers of this capability's `mcpServers` groups (`from_mcp_config`) that run on the
+        running event loop, and wait until their processes ended; a later run starts them again. For a host's
+        shutdown (a web app's lifespan) or a test: servers otherwise stop when idle, when their event loop ends, or
+        at exit. Returns how many were running.
+        """
+        from ._mcp_toolset import MCPServerToolset
+
+        stopped = 0
+        for group in self.groups.values():
+            source = group.source
+            if isinstance(source, MCPServerToolset) and source.pool is not None:
+                current = source.pool.current()
+                if current is not None and current.state in ('starting', 'up'):
+                    stopped += 1
+                await source.pool.aclose()
+        return stopped
+
     @classmethod
     def from_mcp_config(
         cls,
@@ -187,6 +209,8 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         lazy: bool | Collection[str] = False,
         listing_cache: str | os.PathLike[str] | ListingStore | None = 'default',
         listing_max_age: float = DEFAULT_MAX_AGE,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> ToolProxyCapability[Any]:
         """One group per server of an `mcpServers` JSON file (Claude Desktop, Claude Code, Cursor), read by Pydantic
         AI's `pydantic_ai.mcp.load_mcp_toolsets` (with its `${VAR}` and `${VAR:-default}` expansion).
@@ -203,39 +227,54 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         ```
 
         Each group lists its tools under the server's own names (not Pydantic AI's per-server prefix). The group id
-        is the server name made valid by `_mcp_config.group_id` (e.g. `my server.v2` -> `my_server_v2`); the
+        is the server name made valid by `_names.group_ids` (e.g. `my server.v2` -> `my_server_v2`, a name too long
+        or taken cut and given a 6-hex-digit hash of itself); the
         description is `descriptions[server]` or `Tools of the MCP server "<server>"`. A server that does not start
         is caught when a run enters it (where Pydantic AI would fail the run): that run goes on without its group,
         and a warning naming the server, with the last lines of its stderr, is logged on the `pydantic_ai_toolproxy`
         logger. A listed tool that cannot be a proxy member (a name such as `""`) is left out with one warning.
 
-        A stdio server runs while a run (or `async with agent:`) holds it and stops when the last one leaves (its
-        transport's `keep_alive` is turned off, so no server outlives the run that started it, and each event loop
-        starts its own). Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a folder, else to
-        a private temporary file of this process.
+        A stdio server is started by the first run (or `async with agent:`) that needs it and kept for the later
+        runs on the same event loop, as Pydantic AI keeps it: the second run starts nothing. It stops when no run
+        has used it for `idle_timeout` seconds (None: never while its loop lives), when its event loop ends
+        (`asyncio.run` returns), or at interpreter exit (also on a SIGTERM left at Python's default); each event
+        loop has its own process. Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a
+        folder, else to a private temporary file of this process.
 
-        Servers start concurrently at run entry (six servers take about the slowest one's start). With `lazy=True`
+        Servers start concurrently at run entry, a few at a time (`_mcp_pool.start_slots`), each within
+        `start_timeout` seconds counted from its own slot (an entry's `startup_timeout_sec` or `startup_timeout_ms`
+        key wins). A server that did not start costs only the run that found it: later runs leave its group out at
+        once, and it is retried in the background after 30 s (doubling up to 10 minutes). With `lazy=True`
         (or a collection of server names), a server whose listing is in `listing_cache` and fresh is not started at
         run entry: search ranks its cached tools, and the first `call_proxy_tool` of one of its tools starts it
         inside the run (with Pydantic AI's own MCP client, stopped when the run ends). A server without a fresh
         entry is started to list its tools, as without `lazy`. Every start stores what the server listed
         (`listing_cache`: `'default'`, a file beside the embedding cache, `$TOOLPROXY_LISTING_CACHE` or `off`; a
         path; a `mcp_listing_cache.ListingStore`; or None), and a cached entry fresh for the server's `ttlMs` (when
-        above zero) else `listing_max_age` seconds. A server the file gives no description gets one from its cached
-        listing (its `instructions`, else its `serverInfo` title or name).
+        above zero) else `listing_max_age` seconds. A server the file gives no description gets one from what it
+        says about itself (its `instructions`, else its `serverInfo` title, as plain text of at most 512
+        characters: `_mcp_describe.described`), read from its cached listing, else from its first live start
+        before the run's first model request, so the first run's model request equals every later one's.
 
         Raises:
             OSError: a missing or unreadable file.
-            ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a server name
-                that cannot be a group id or two that become one (naming the servers), a `descriptions` key that is
-                no server of the file, or an invalid description (naming the group), `lazy` naming a server the
-                file does not have, or a `listing_max_age` that is not a positive number.
+            ValueError: what `load_mcp_toolsets` raises (invalid JSON or shape, an undefined `${VAR}`), a
+                `descriptions` key that is no server of the file, or an invalid description (naming the group),
+                `lazy` naming a server the file does not have, a `listing_max_age`, `start_timeout`, `idle_timeout`
+                (unless None) or entry start timeout that is not a positive number.
             TypeError: `lazy` or `listing_cache` of another type.
         """
         from ._mcp_config import mcp_groups
 
         groups = mcp_groups(
-            path, descriptions, server_log, lazy=lazy, listing_cache=listing_cache, max_age=listing_max_age
+            path,
+            descriptions,
+            server_log,
+            lazy=lazy,
+            listing_cache=listing_cache,
+            max_age=listing_max_age,
+            start_timeout=start_timeout,
+            idle_timeout=idle_timeout,
         )
         return cls(groups=groups, config=config)
 
@@ -475,3 +514,27 @@ def _called_by_model(ctx: RunContext[Any], call: ToolCallPart) -> bool:
                 for part in message.parts
             )
     return False
+
+
+def _bind_server_descriptions(groups: dict[str, ToolProxyGroup[Any]], runtime: ProxyRuntime) -> None:
+    """Let each `mcpServers` group (`_mcp_toolset.MCPServerToolset` source without a host description) give the
+    surface the description its server says at its first live start, before the run's first model request, so a
+    first run (no cached listing) describes it as every later one (`ProxyRuntime.redescribe`; `groups`, the
+    surface's `groups` mapping, gets the described group too)."""
+    module = sys.modules.get('pydantic_ai_toolproxy._mcp_toolset')
+    if module is None:  # no MCP server group was built in this process
+        return
+    surface = weakref.ref(runtime)
+    for name, group in groups.items():
+        if isinstance(group.source, module.MCPServerToolset):
+
+            def tell(description: str, name: str = name) -> bool:
+                held = surface()
+                if held is None:
+                    return False
+                held.redescribe(name, description)
+                if held.descriptions.get(name) == description and name in groups:
+                    groups[name] = replace(groups[name], description=description)
+                return True
+
+            group.source.bind_description(tell)

@@ -22,7 +22,7 @@ __all__ = ('DEFAULT_EMBEDDING_CACHE', 'DefaultEmbeddingCache', 'ToolProxyConfig'
 @dataclass(frozen=True)
 class DefaultEmbeddingCache:
     """The type of `DEFAULT_EMBEDDING_CACHE`: the file `default_embedding_cache_path()` names when the store is first
-    opened (`$TOOLPROXY_EMBEDDING_CACHE`, `off` for memory only, else the XDG cache directory; see
+    opened (`$TOOLPROXY_EMBEDDING_CACHE`, `off` for memory only, else the platform's cache folder; see
     docs/embedding-cache.md)."""
 
     def __repr__(self) -> str:

@@ -13,7 +13,8 @@ This is the public import path of the stores, which live in `pydantic_ai_toolpro
   one warning, a retry later.
 - `MemoryEmbeddingStore()`: vectors in this process only (what "no cache" means).
 - `default_embedding_cache_path()`: `$TOOLPROXY_EMBEDDING_CACHE`, else
-  `$XDG_CACHE_HOME/pydantic-ai-toolproxy/embeddings.sqlite3` (`~/.cache/...` when `XDG_CACHE_HOME` is unset).
+  `$XDG_CACHE_HOME/pydantic-ai-toolproxy/embeddings.sqlite3`, else the platform's cache folder (`~/.cache` on
+  Linux, `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows).
 """
 
 from __future__ import annotations

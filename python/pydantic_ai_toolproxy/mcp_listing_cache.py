@@ -15,14 +15,17 @@ and the server's `ttlMs` hint. Secrets never reach the store: environment and he
 the key.
 
 Age: an entry is fresh for the server's `ttlMs` when that is above zero (MCP's "0 = do not cache" is not taken
-as "forever"), else for `max_age` seconds (`DEFAULT_MAX_AGE`, one day). `toolproxy --mcp-config F refresh`
+as "forever"; a larger hint than `MAX_TTL_MS`, 30 days, is cut to it), else for `max_age` seconds (`DEFAULT_MAX_AGE`, one day). `toolproxy --mcp-config F refresh`
 re-lists every server.
 
 Stores (`pydantic_ai_toolproxy.stores`, re-exported here): `SQLiteListingStore` (the default, a file beside the
 embedding cache: `default_listing_cache_path`), `PostgresListingStore` (a `postgresql://` URL: a fleet lists each
 server once), `MemoryListingStore`, or any object with the `ListingStore` methods. A store that fails (unreadable file, locked
 database) is logged once on the `pydantic_ai_toolproxy` logger and acts as empty: the servers are started as
-without a cache, never a failed run.
+without a cache, never a failed run. The stores are never called on the event loop: the entries of a file's
+servers are read at once in a worker thread at construction, bounded by `_mcp_toolset.STORE_TIMEOUT` (2 s) in
+all (a store past it counts as empty), and each write runs in a thread of its own. An entry whose tools the MCP
+SDK rejects counts as missing (one warning).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 
 from .stores.listings import (
     DEFAULT_MAX_AGE,
+    MAX_TTL_MS,
     ListingStore,
     MemoryListingStore,
     ServerListing,
@@ -48,6 +52,7 @@ __all__ = (
     'DEFAULT_MAX_AGE',
     'LISTING_CACHE_ENV',
     'LISTING_FORMAT',
+    'MAX_TTL_MS',
     'ListingStore',
     'MemoryListingStore',
     'SQLiteListingStore',

@@ -23,27 +23,29 @@ thread the call may still hold (a local model stuck in `run_in_executor`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-import pydantic_ai
-
-from .._embedder import gave_up
-from .._messages import cut, encodes
 from ._args import build_parser, config_overrides
-from ._progress import Progress, WarningHandler
-from ._render import Output, error
-from ._session import open_surface
-from ._sources import SourceError
+from ._spec import SourceError
+
+if TYPE_CHECKING:
+    from ._progress import Progress
 
 __all__ = ('main',)
 
+# `--help` and `--version` answer from `build_parser` alone: Pydantic AI, the Rust core, rich and the commands are
+# imported only once a command runs (`python -X importtime -m pydantic_ai_toolproxy --help` shows it).
+
 
 async def _run(ns: argparse.Namespace) -> int:
+    from ._progress import Progress
+    from ._render import Output
+    from ._session import open_surface
     from .cmd_check import run_check
     from .cmd_embed import run_embed
     from .cmd_inspect import run_inspect
@@ -61,6 +63,7 @@ async def _run(ns: argparse.Namespace) -> int:
             ns.server_log,
             lazy=ns.lazy,
             listing_cache=ns.listing_cache,
+            start_timeout=getattr(ns, 'start_timeout', None),
             refresh=ns.command == 'refresh',
         ) as surface:
             command = ns.command
@@ -92,6 +95,8 @@ async def _run_and_leave(ns: argparse.Namespace) -> int:
     """`_run`, then, when an embedder call was given up on (`_embedder.gave_up`), exit the process at once: the call
     may still hold a worker thread (a local model stuck in `run_in_executor`), which `asyncio.run`'s executor
     shutdown and the interpreter's exit would wait for forever."""
+    from .._embedder import gave_up
+
     status = await _run(ns)
     if gave_up():
         try:
@@ -106,6 +111,8 @@ async def _run_and_leave(ns: argparse.Namespace) -> int:
 @contextmanager
 def _warnings_shown(progress: Progress) -> Iterator[None]:
     """Show the package's logged warnings as `toolproxy: warning: ...` lines while a command runs."""
+    from ._progress import WarningHandler
+
     logger = logging.getLogger('pydantic_ai_toolproxy')
     handler = WarningHandler(progress)
     logger.addHandler(handler)
@@ -123,10 +130,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     names the exception; `TOOLPROXY_TRACEBACK=1` shows its traceback instead); otherwise the command's own status (see the module docstring).
     """
     parser = build_parser()
-    ns = parser.parse_args(argv)
+    ns = parser.parse_args(argv)  # `--help` and `--version` exit here, before anything heavy is imported
     if ns.command is None:
         parser.print_help(sys.stderr)
         return 2
+    import asyncio
+
+    import pydantic_ai
+
+    from .._messages import cut, encodes
+    from ._render import error
+
     for name in ('query', 'search_group'):
         value = getattr(ns, name, None)
         if isinstance(value, str) and not encodes(value):

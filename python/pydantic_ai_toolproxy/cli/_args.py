@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ._sources import SourceSpec
+from ._spec import SourceSpec
 
 __all__ = ('build_parser', 'config_overrides')
 
@@ -32,7 +31,8 @@ hybrid search (an embedder beside the keyword ranking; vectors cached in a file)
   --embedder openai:text-embedding-3-small         a model name Pydantic AI resolves
   --embedder mypkg.embedders:model                 an EmbeddingModel or Embedder (module:attr, or file.py:attr)
   --embedding-cache vectors.sqlite3                the cache file (default $TOOLPROXY_EMBEDDING_CACHE, else
-                                                   $XDG_CACHE_HOME or ~/.cache, then
+                                                   the platform's cache folder ($XDG_CACHE_HOME, ~/.cache,
+                                                   ~/Library/Caches or %LOCALAPPDATA%), then
                                                    pydantic-ai-toolproxy/embeddings.sqlite3; off: none)
 
 examples:
@@ -67,6 +67,17 @@ class _OnLastSource(argparse.Action):
         setattr(specs[-1], field, value)
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (`--start-timeout`); argparse reports anything else as a usage error."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'not a number of seconds: {text!r}') from None
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'must be a positive number of seconds, got {text!r}')
+    return value
+
+
 def _integer(text: str) -> int:
     try:
         value = int(text)
@@ -83,6 +94,19 @@ def _number(text: str) -> float:
     return value
 
 
+def package_version() -> str:
+    """The installed package's version, read from its metadata (the core's `__version__`, which maturin writes
+    there too, when the metadata is missing: a source checkout on `PYTHONPATH`)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version('pydantic-ai-toolproxy')
+    except metadata.PackageNotFoundError:
+        from .. import _core
+
+        return str(_core.__version__)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The `toolproxy` parser: global source options, then `inspect`, `search`, `check` or `embed`."""
     parser = argparse.ArgumentParser(
@@ -92,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
+    parser.add_argument('--version', action='version', version=f'%(prog)s {package_version()}')
     src = parser.add_argument_group('sources')
     src.add_argument(
         '-s',
@@ -158,6 +182,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar='PATH|URL',
         help='the MCP listing cache file, or a postgresql:// URL shared by a fleet (off: none; default: '
         'mcp-listings.sqlite3 beside the embedding cache)',
+    )
+    src.add_argument(
+        '--start-timeout',
+        type=_seconds,
+        metavar='SECONDS',
+        help='seconds each stdio MCP server of --mcp-config files may take to start, counted from its own turn '
+        '(default 30; an entry\'s "startup_timeout_sec" wins)',
     )
     src.add_argument(
         '--server-log',

@@ -190,12 +190,10 @@ def preparation(group: str | None, message: str) -> Problem:
 
 def server_start(group: str | None, message: str) -> Problem:
     """Error: a server of an `mcpServers` file did not start (`message` names it, the file and the exception); runs
-    go on without its group."""
-    return Problem(
-        'error',
-        'server-start',
-        group,
-        None,
-        message,
-        "fix the server's entry in the mcpServers file (command, args, env, cwd or url), or remove it",
+    go on without its group. A start that timed out (`StartTimeout`) is told how to give it more time."""
+    hint = (
+        'give it more time: "startup_timeout_sec": <seconds> in its entry of the mcpServers file, or --start-timeout'
+        if 'StartTimeout' in message
+        else "fix the server's entry in the mcpServers file (command, args, env, cwd or url), or remove it"
     )
+    return Problem('error', 'server-start', group, None, message, hint)

@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from pydantic_ai.toolsets import AbstractToolset
 
 from .._mcp_toolset import MCPServerToolset
@@ -64,13 +65,23 @@ async def _start_servers(surface: Surface, stack: AsyncExitStack, progress: Prog
                         'next --lazy command; toolproxy refresh re-lists every server)'
                     )
                 how = 'its cached listing' if server.from_cache else 'listed now'
-                surface.server_notes.append(f'MCP server {server.server!r} ({origin}): {server.listed} tools, {how}')
+                if refresh:
+                    stored = await anyio.to_thread.run_sync(server.wait_stored, REFRESH_STORE_TIMEOUT)
+                    surface.stored += stored
+                    how += ', stored' if stored else ', not stored (' + _why_not_stored(server) + ')'
+                surface.server_notes.append(
+                    f'MCP server {server.server!r} ({origin}): {plural(server.listed, "tool")}, {how}'
+                )
                 continue
             where = f'group {group!r}' if group is not None else 'its tools'
             said = server.start_failure.replace(
                 f'MCP server {server.server!r}', f'MCP server {server.server!r} ({origin})', 1
             )
             surface.unavailable.append((group, f'{said}; {where} left out, as a run would leave it out'))
+            surface.server_notes.append(
+                f'MCP server {server.server!r} ({origin}): did not start ({type(server.start_error).__name__}), '
+                'not stored (its cached listing, if any, is left as it was; the warning says why)'
+            )
             if group is not None:
                 del surface.groups[group]
                 del surface.group_origins[group]
@@ -84,6 +95,18 @@ async def _start_servers(surface: Surface, stack: AsyncExitStack, progress: Prog
         )
 
 
+REFRESH_STORE_TIMEOUT = 10.0
+"""Seconds `toolproxy refresh` waits for each listing's write to the listing cache."""
+
+
+def _why_not_stored(server: MCPServerToolset[Any]) -> str:
+    if server.listing_store is None:
+        return 'no listing cache: --listing-cache off'
+    if server.shared.store_failed:
+        return 'the listing cache failed: see the warning'
+    return f'the listing cache did not answer within {REFRESH_STORE_TIMEOUT:g} s'
+
+
 @asynccontextmanager
 async def open_surface(
     specs: list[SourceSpec],
@@ -94,6 +117,7 @@ async def open_surface(
     *,
     lazy: bool = False,
     listing_cache: str | None = None,
+    start_timeout: float | None = None,
     refresh: bool = False,
 ) -> AsyncIterator[Surface]:
     """Load the config file's sources, then `specs`, into one `Surface`, with its MCP servers running.
@@ -101,7 +125,8 @@ async def open_surface(
     `server_log`: the folder the stdio MCP servers' stderr goes to (`--server-log`; None: kept off the output).
     `lazy` (`--lazy`): every `mcpServers` server with a fresh cached listing is served from `listing_cache`
     (`--listing-cache`, a path or `off`; None: the default file) without starting; `refresh` (`toolproxy refresh`)
-    starts every server and stores what it lists.
+    starts every server and stores what it lists. `start_timeout` (`--start-timeout`): each stdio server's start
+    timeout in seconds (None: the default, 30).
     `overrides`: `ToolProxyConfig` fields from the command line (None = not given; they win over the config
     file's `[discovery]`); an `embedder` text is resolved here (`_embedder.resolve_embedder`).
 
@@ -131,6 +156,8 @@ async def open_surface(
         spec.lazy = spec.lazy or lazy
         if listing_cache is not None:
             spec.listing_cache = listing_cache
+        if start_timeout is not None:
+            spec.start_timeout = start_timeout
     if not all_specs:
         raise SourceError('no sources: name them with -s/--source, --mcp-stdio, --mcp-http or --config (see --help)')
     if isinstance(overrides.get('embedder'), EmbedderSpec):

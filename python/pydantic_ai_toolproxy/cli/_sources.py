@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability, Toolset
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -23,58 +23,11 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from ..capability import ToolProxyCapability
 from ..config import ToolProxyConfig
 from ..group import ToolProxyGroup
+from ._spec import SourceError, SourceSpec
 
 __all__ = ('SourceError', 'SourceSpec', 'Surface', 'build_surface')
 
-SourceKind = Literal['module', 'mcp-stdio', 'mcp-http', 'mcp-config']
-Presentation = Literal['proxy', 'direct']
 Source = AbstractToolset[Any] | AbstractCapability[Any]
-
-
-class SourceError(Exception):
-    """A source could not be loaded, started or grouped; the message names it and says why (CLI exit status 2)."""
-
-
-@dataclass
-class SourceSpec:
-    """One source named on the command line or in a config file, before it is loaded.
-
-    Attributes:
-        kind: `module` (`target` is `module:attribute` or `path/to/file.py:attribute`), `mcp-stdio`
-            (`target` is a shell-quoted command line), `mcp-http` (`target` is the server URL) or `mcp-config`
-            (`target` is an `mcpServers` JSON file: one group per server, `ToolProxyCapability.from_mcp_config`).
-        target: See `kind`.
-        group: Group name for a toolset or capability source; `None` leaves it direct unless
-            `presentation` says `proxy`.
-        description: Group description (the model reads it); a generated one is used when omitted.
-        presentation: `proxy` or `direct`; `None` means proxy when `group` is set or the target is a
-            `ToolProxyCapability` or a mapping of groups, direct otherwise.
-        base_dir: Directory that relative file paths and stdio commands are resolved against.
-        origin: How messages name this source, e.g. `--mcp-stdio 'python server.py'` or `sources.notes`.
-        descriptions: For `mcp-config`: server name -> group description (the config file's `descriptions`).
-        server_log: For stdio MCP servers: the folder their stderr goes to (`--server-log`), None for a private
-            temporary one (the stderr stays off the command's output).
-        lazy: For `mcp-config`: serve servers from fresh cached listings without starting them (`--lazy`, or
-            `lazy = true` in the config file).
-        listing_cache: For `mcp-config`: the listing cache (`--listing-cache`): `default`, a path, or `off`.
-    """
-
-    kind: SourceKind
-    target: str
-    group: str | None = None
-    description: str | None = None
-    presentation: Presentation | None = None
-    base_dir: Path = field(default_factory=Path.cwd)
-    origin: str = ''
-    descriptions: dict[str, str] | None = None
-    server_log: Path | None = None
-    lazy: bool = False
-    listing_cache: str = 'default'
-
-    @property
-    def label(self) -> str:
-        """The name used in messages."""
-        return self.origin or f'{self.kind} {self.target}'
 
 
 @dataclass
@@ -96,9 +49,12 @@ class Surface:
     config: ToolProxyConfig
     unavailable: list[tuple[str | None, str]] = field(default_factory=list)
     server_notes: list[str] = field(default_factory=list)
+    """One line per `mcpServers` server: how many tools, from where (with `refresh`: whether it was stored), or
+    that it did not start."""
     listing_notes: list[str] = field(default_factory=list)
     """With `--lazy`: one line per server started because its cached listing was missing or stale."""
-    """One line per started (or cache-served) `mcpServers` server: how many tools, from where."""
+    stored: int = 0
+    """With `refresh`: how many servers' listings the listing cache holds now."""
 
     def capability(self, groups: Iterable[str] | None = None) -> ToolProxyCapability[Any]:
         """A fresh `ToolProxyCapability` over all groups (or only `groups`), with the surface's config."""
@@ -230,6 +186,7 @@ def mcp_config_source(spec: SourceSpec) -> dict[str, ToolProxyGroup[Any]]:
             spec.server_log,
             lazy=spec.lazy,
             listing_cache=spec.listing_cache,
+            **({'start_timeout': spec.start_timeout} if spec.start_timeout is not None else {}),
         )
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise SourceError(f'{spec.label}: MCP support is not installed ({exc}); install the [mcp] extra') from exc

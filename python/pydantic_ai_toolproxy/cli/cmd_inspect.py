@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
+from .._mcp_toolset import MCPServerToolset
 from ._hybrid import cached_coverage, describe_cache, quiet_vectors
 from ._probe import ProbeRun, definition_bytes, grouped_members, probe, text_bytes
 from ._progress import Progress
@@ -48,7 +49,7 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
     group_sources = [g.source for g in surface.groups.values()]
     with progress.step('preparing every tool directly'):
         everything = await probe(
-            toolsets=[*direct_toolsets, *(s for s in group_sources if isinstance(s, AbstractToolset))],
+            toolsets=[*direct_toolsets, *(_as_plain(s) for s in group_sources if isinstance(s, AbstractToolset))],
             capabilities=[*direct_caps, *(s for s in group_sources if isinstance(s, AbstractCapability))],
         )
     assert proxied.snapshot is not None and baseline.snapshot is not None
@@ -87,9 +88,10 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
         'groups': [
             {
                 'name': name,
-                'description': group.description,
+                'description': capability.groups[name].description,  # as the model reads it (a server's own)
                 'tools': len(members[name]),
                 'sources': surface.group_origins[name],
+                'server': _server_name(group.source),
             }
             for name, group in surface.groups.items()
         ],
@@ -105,15 +107,29 @@ async def measure(surface: Surface, progress: Progress) -> dict[str, Any] | str:
     }
 
 
+def _as_plain(source: AbstractToolset[Any]) -> AbstractToolset[Any]:
+    """A grouped toolset as plain Pydantic AI offers it: a server of an `mcpServers` file with its tools prefixed by
+    the server's name (`<server>_<tool>`, as `load_mcp_toolsets` does, so servers sharing a tool name do not
+    clash), any other source as it is."""
+    return PrefixedToolset(source, prefix=source.server) if isinstance(source, MCPServerToolset) else source
+
+
+def _server_name(source: object) -> str | None:
+    """The name in its `mcpServers` file of the server a group was made from (None for other sources)."""
+    return source.server if isinstance(source, MCPServerToolset) else None
+
+
 async def run_inspect(surface: Surface, out: Output, progress: Progress, *, full: bool = False) -> int:
     """Print the groups and the per-request bytes; exit status 0, or 1 when the proxy cannot prepare.
 
-    JSON document: `config`; `groups` (`name`, `description`, `tools`, `sources`); `grouped_tools`; `hybrid` (null
+    JSON document: `config`; `groups` (`name`, `description`, `tools`, `sources`, `server`: the name in its
+    `mcpServers` file of the server the group was made from, else null); `grouped_tools`; `hybrid` (null
     without an embedder; else `embedder`, `store_key`, `semantic_weight`, `cache` and `with_vectors` of `tools`:
     the tool texts that already have a vector in the embedding cache, looked up without calling the embedder);
     `direct_tools` (names offered either way); `per_request.proxy` (`controls` with their `bytes`,
     `tool_bytes`, `instructions_bytes`, `total_bytes`) and `per_request.direct` (`tools`, `tool_bytes`,
-    `instructions_bytes`, `total_bytes`, or `error` when the tools cannot all be offered directly);
+    `instructions_bytes`, `total_bytes`, or `error` when the tools cannot all be offered directly; the servers of
+    an `mcpServers` file are offered as `load_mcp_toolsets` offers them, each tool prefixed `<server>_`);
     `controls` (the control definitions as the model gets them) and `instructions` (the whole
     instructions text of a request with the proxy). Bytes are UTF-8: tool definitions as
     `{"name", "description", "parameters"}` compact JSON, instructions as text, both added to what the
@@ -153,10 +169,16 @@ def _print(doc: dict[str, Any], out: Output, full: bool) -> None:
         )
         out.line(f'embedding cache {describe_cache(hybrid["cache"])}')
     out.line()
-    out.table(
-        [Column('group'), Column('tools', 'right'), Column('description', max_width=72)],
-        [[g['name'], num(g['tools']), g['description']] for g in groups],
-    )
+    if any(g['server'] is not None and g['server'] != g['name'] for g in groups):  # which server became which group
+        out.table(
+            [Column('group'), Column('MCP server'), Column('tools', 'right'), Column('description', max_width=60)],
+            [[g['name'], g['server'] or '', num(g['tools']), g['description']] for g in groups],
+        )
+    else:
+        out.table(
+            [Column('group'), Column('tools', 'right'), Column('description', max_width=72)],
+            [[g['name'], num(g['tools']), g['description']] for g in groups],
+        )
     out.line()
     proxy, direct = per['proxy'], per['direct']
     if 'error' in direct:
@@ -185,7 +207,10 @@ def _print(doc: dict[str, Any], out: Output, full: bool) -> None:
     )
     out.line()
     if 'error' in direct:
-        out.line(f'Every tool directly: not possible, {direct["error"]}')
+        out.line(
+            'Every tool directly (without the proxy): Pydantic AI would refuse these tools as one flat list '
+            f'({direct["error"]}). Nothing is wrong on the proxy side: each group keeps its own tool names.'
+        )
     elif direct['total_bytes']:
         share = 100 * proxy['total_bytes'] / direct['total_bytes']
         saved = direct['total_bytes'] - proxy['total_bytes']

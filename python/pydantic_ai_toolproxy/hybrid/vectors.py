@@ -191,6 +191,12 @@ class ToolVectors:
 
     # --- following the indexes (under `lock`) ---
 
+    def redescribe(self, group: str, description: str) -> None:
+        """Embed the tools of `group` with `description` from now on (the index cache resets its slots, whose next
+        sync upserts every member again with the new texts). Call with `lock` held."""
+        self._descriptions[group] = description
+        self._tails[group] = group_text(group, description)
+
     def _state(self, index: _core.SearchIndex) -> _IndexState:
         state = self._states.get(id(index))
         if state is None or state.index is not index:

@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 __all__ = (
     'DEFAULT_MAX_AGE',
+    'MAX_TTL_MS',
     'ListingStore',
     'MemoryListingStore',
     'SQLiteListingStore',
@@ -28,6 +29,18 @@ __all__ = (
 
 DEFAULT_MAX_AGE = 86_400.0
 """Seconds an entry stays fresh when its server announced no `ttlMs` above zero."""
+
+MAX_TTL_MS = 30 * 86_400_000
+"""The longest `ttlMs` hint an entry keeps, in milliseconds (30 days): a larger one (MCP allows any integer, the
+SDK's own `CacheHint` sends `10**400`) is cut to it when the entry is made or read."""
+
+
+def clamped_ttl(value: object) -> int | None:
+    """A server's `ttlMs` hint as an entry keeps it: None for no hint (absent, not an int, a bool, zero or less),
+    else at most `MAX_TTL_MS` milliseconds."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return min(value, MAX_TTL_MS)
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,7 @@ class ServerListing:
         server_title: `serverInfo.title`.
         instructions: The server's `instructions` from `initialize`.
         fetched_at: When it was listed, seconds since the epoch.
-        ttl_ms: The server's `ttlMs` cache hint on the listing, milliseconds (None or 0: no hint).
+        ttl_ms: The server's `ttlMs` cache hint on the listing, milliseconds (None: no hint; cut to `MAX_TTL_MS`).
     """
 
     tools: tuple[dict[str, Any], ...]
@@ -52,12 +65,40 @@ class ServerListing:
     fetched_at: float = 0.0
     ttl_ms: int | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, 'ttl_ms', clamped_ttl(self.ttl_ms))  # any hint fits: 10**400 ms is 30 days
+
     def fresh(self, max_age: float = DEFAULT_MAX_AGE, now: float | None = None) -> bool:
-        """Whether the entry may still be served: younger than the server's `ttlMs` when above zero, else than
-        `max_age` seconds."""
-        age = (time.time() if now is None else now) - self.fetched_at
-        limit = self.ttl_ms / 1000 if self.ttl_ms else max_age
-        return 0 <= age <= limit
+        """Whether the entry may still be served: younger than the server's `ttlMs` when above zero (at most
+        `MAX_TTL_MS`), else than `max_age` seconds. Never raises: an entry whose time cannot be compared is not
+        fresh."""
+        try:
+            age = (time.time() if now is None else now) - float(self.fetched_at)
+            ttl = clamped_ttl(self.ttl_ms)
+            limit = ttl / 1000 if ttl else float(max_age)
+            return 0 <= age <= limit
+        except (ArithmeticError, TypeError, ValueError):
+            return False
+
+    def mcp_tools(self) -> list[Any]:
+        """The tools as the MCP SDK's `mcp.types.Tool` objects, validated once per entry (later calls return the
+        same list).
+
+        Raises:
+            ValueError: a tool the MCP SDK rejects (pydantic's `ValidationError`: no `inputSchema`, no name, ...).
+        """
+        known: list[Any] | None = self.__dict__.get('_mcp_tools')
+        if known is None:
+            from mcp.types import Tool
+
+            known = [Tool.model_validate(tool) for tool in self.tools]
+            object.__setattr__(self, '_mcp_tools', known)
+        return known
+
+    def with_mcp_tools(self, tools: list[Any]) -> ServerListing:
+        """This entry, with `tools` (the MCP `Tool` objects it was dumped from) as its `mcp_tools`."""
+        object.__setattr__(self, '_mcp_tools', list(tools))
+        return self
 
     def to_json(self) -> str:
         """The entry as one JSON text (what the stores keep)."""
@@ -82,7 +123,7 @@ class ServerListing:
             server_title=_text_or_none(data.get('server_title')),
             instructions=_text_or_none(data.get('instructions')),
             fetched_at=float(data.get('fetched_at') or 0.0),
-            ttl_ms=int(data['ttl_ms']) if isinstance(data.get('ttl_ms'), int) else None,
+            ttl_ms=clamped_ttl(data.get('ttl_ms')),
         )
 
 

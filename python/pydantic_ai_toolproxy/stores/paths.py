@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 __all__ = ('CACHE_ENV', 'LISTING_CACHE_ENV', 'default_embedding_cache_path', 'default_listing_cache_path')
@@ -13,15 +14,30 @@ LISTING_CACHE_ENV = 'TOOLPROXY_LISTING_CACHE'
 """The environment variable naming the default MCP listing cache file (`off`: no listing cache)."""
 
 
-def _xdg_folder() -> Path:
+def _xdg_folder(platform: str | None = None) -> Path:
+    """The package's cache folder: `$XDG_CACHE_HOME/pydantic-ai-toolproxy` when `XDG_CACHE_HOME` is an absolute path
+    (on every platform: a user who sets it chose), else where the platform keeps caches: `~/Library/Caches` on
+    macOS, `%LOCALAPPDATA%` on Windows (`~/AppData/Local` when unset or not absolute), `~/.cache` elsewhere (the XDG
+    rule). `platform` is `sys.platform` (a parameter for the tests)."""
+    platform = sys.platform if platform is None else platform
     xdg = os.environ.get('XDG_CACHE_HOME', '')
-    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / '.cache') / 'pydantic-ai-toolproxy'
+    if xdg and os.path.isabs(xdg):
+        base = Path(xdg)
+    elif platform == 'darwin':
+        base = Path.home() / 'Library' / 'Caches'
+    elif platform == 'win32':
+        local = os.environ.get('LOCALAPPDATA', '')
+        base = Path(local) if local and os.path.isabs(local) else Path.home() / 'AppData' / 'Local'
+    else:
+        base = Path.home() / '.cache'
+    return base / 'pydantic-ai-toolproxy'
 
 
 def default_embedding_cache_path() -> Path | None:
     """The default cache file: `$TOOLPROXY_EMBEDDING_CACHE` when set (`off` turns the default cache off: None),
-    else `$XDG_CACHE_HOME/pydantic-ai-toolproxy/embeddings.sqlite3`, with `~/.cache` when `XDG_CACHE_HOME` is
-    unset or not an absolute path (the XDG rule). Read at each call, not at import.
+    else `$XDG_CACHE_HOME/pydantic-ai-toolproxy/embeddings.sqlite3`; when `XDG_CACHE_HOME` is unset or not an
+    absolute path, `pydantic-ai-toolproxy/embeddings.sqlite3` in the platform's cache folder: `~/.cache` on Linux
+    (the XDG rule), `~/Library/Caches` on macOS, `%LOCALAPPDATA%` on Windows. Read at each call, not at import.
 
     ```python
     import os
@@ -46,8 +62,8 @@ def default_embedding_cache_path() -> Path | None:
 
 def default_listing_cache_path() -> Path | None:
     """The default listing cache file: `$TOOLPROXY_LISTING_CACHE` when set (`off`: no cache, None), else
-    `mcp-listings.sqlite3` beside the default embedding cache (`$XDG_CACHE_HOME/pydantic-ai-toolproxy/`, with
-    `~/.cache` when `XDG_CACHE_HOME` is unset; the folder of `$TOOLPROXY_EMBEDDING_CACHE` when that names a file).
+    `mcp-listings.sqlite3` beside the default embedding cache (the package's cache folder, see
+    `default_embedding_cache_path`; the folder of `$TOOLPROXY_EMBEDDING_CACHE` when that names a file).
     Read at each call."""
     chosen = os.environ.get(LISTING_CACHE_ENV, '')
     if chosen.strip().lower() == 'off':
