@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import contextvars
 import logging
 import os
@@ -70,32 +71,37 @@ def start_slots() -> int:
     return max(2, 2 * cpus)
 
 
-_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+_SLOTS: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Semaphore]] = {}
+"""Each running loop's start slots, by the loop's id (pruned of closed loops: a semaphore keeps its loop)."""
 
 
 def _slots(loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore:
-    slots = _SLOTS.get(loop)
-    if slots is None:
-        slots = _SLOTS[loop] = asyncio.Semaphore(start_slots())
-    return slots
+    found = _SLOTS.get(id(loop))
+    if found is None or found[0] is not loop:
+        for key, (other, _) in list(_SLOTS.items()):
+            if other.is_closed():
+                del _SLOTS[key]
+        found = _SLOTS[id(loop)] = (loop, asyncio.Semaphore(start_slots()))
+    return found[1]
 
 
 class StartFailed(Exception):
     """A server that is not available to this run: its start failed now (`fresh`), or failed earlier and the pool
-    retries it in the background (`fresh` False; `retry_in` seconds left of the back-off).
+    retries it later (`fresh` False; `retry_in` seconds left of the back-off, 0 while a retry is under way).
 
     Attributes:
-        error: The exception the start raised.
+        error: The exception the (last) start raised.
         fresh: Whether this run's own start attempt failed (False: an earlier one, remembered).
-        retry_in: Seconds until the background retry (0 when one is under way).
+        retry_in: Seconds until the next try (0 when one is under way).
+        pool: The server's pool (its `failures`, `failed_at` and `warned` say which failure this is).
     """
 
-    def __init__(self, error: BaseException, *, fresh: bool, retry_in: float, server: LoopServer) -> None:
+    def __init__(self, error: BaseException, *, fresh: bool, retry_in: float, pool: ServerPool) -> None:
         super().__init__(str(error))
         self.error = error
         self.fresh = fresh
         self.retry_in = retry_in
-        self.server = server
+        self.pool = pool
 
 
 class StartTimeout(TimeoutError):
@@ -108,23 +114,20 @@ class LoopServer:
     Attributes:
         toolset: The `MCPToolset` this loop's process is reached through.
         state: `starting`, `up`, `failed` or `stopped`.
+        background: Whether the start under way is the pool's background retry (runs do not wait for it).
         tools: What the first `tools/list` of the start returned (MCP `Tool` objects), and `ttl_ms` its hint.
         users: Leases held (runs using it now).
-        failures: Failed starts in a row; `warned`: how many of them a warning reported.
     """
 
     def __init__(self, pool: ServerPool, loop: asyncio.AbstractEventLoop, toolset: Any) -> None:
         self.pool = pool
         self.loop = loop
         self.toolset = toolset
-        self.state: Literal['starting', 'up', 'failed', 'stopped'] = 'starting'
+        self.state: Literal['starting', 'up', 'failed', 'stopped'] = 'stopped'
+        self.background = False
         self.tools: list[Any] = []
         self.ttl_ms: int | None = None
         self.users = 0
-        self.error: BaseException | None = None
-        self.failed_at = 0.0
-        self.failures = 0
-        self.warned = 0
         self.started_at = 0.0
         self._ready: asyncio.Future[None] = loop.create_future()
         self._stop = asyncio.Event()
@@ -132,10 +135,12 @@ class LoopServer:
         self._retry: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def begin(self) -> None:
+    def begin(self, *, background: bool = False) -> None:
         """Start the keeper task (in a context of its own: the server outlives the run that started it, so it must
-        not hold that run's context variables)."""
+        not hold that run's context variables). A `background` start (the pool's retry) takes no start slot."""
+        self.cancel_retry()
         self.state = 'starting'
+        self.background = background
         self._ready = self.loop.create_future()
         self._stop = asyncio.Event()
         self._task = self.loop.create_task(self._keep(), context=contextvars.Context())
@@ -152,7 +157,7 @@ class LoopServer:
         toolset = self.toolset
         entered = False
         try:
-            async with _slots(self.loop):
+            async with contextlib.nullcontext() if self.background else _slots(self.loop):
                 self.started_at = time.monotonic()
                 timeout = self.pool.start_timeout
                 try:
@@ -167,16 +172,16 @@ class LoopServer:
                         'from_mcp_config(start_timeout=...) or the entry\'s "startup_timeout_sec"'
                     ) from exc
         except BaseException as exc:
-            if entered:
+            self._failed(exc)  # the runs waiting hear of it now, not after the process is torn down
+            if entered and _loop_running():
                 with anyio.CancelScope(shield=True):
                     await _exit_quietly(toolset)
-            self._failed(exc)
             if not isinstance(exc, Exception):
                 raise
             return
         self.tools, self.ttl_ms = tools, ttl
         self.state = 'up'
-        self.failures = 0
+        self.pool.failures = self.pool.warned = 0
         if not self._ready.done():
             self._ready.set_result(None)
         if self.users == 0:
@@ -191,30 +196,31 @@ class LoopServer:
                     await _exit_quietly(toolset)
 
     def _failed(self, exc: BaseException) -> None:
-        self.state = 'failed'
-        self.error = exc
-        self.failed_at = time.monotonic()
-        self.failures += 1
         _LIVE.discard(self)
+        if not isinstance(exc, Exception):  # cancelled (its loop ends, or a stop): no failure of the server's
+            self.state = 'stopped'
+            if not self._ready.done():
+                self._ready.set_exception(RuntimeError('the start was cancelled'))
+                self._ready.exception()
+            return
+        self.state = 'failed'
+        self.pool.failed(exc)
         if not self._ready.done():
-            self._ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError('start cancelled'))
+            self._ready.set_exception(exc)
             self._ready.exception()  # retrieved: a start nobody waits for does not log "never retrieved"
-        if isinstance(exc, Exception) and not self.loop.is_closed():
-            self._retry = self.loop.call_later(self.backoff(), self._retry_now)
+        if not self.loop.is_closed():
+            self._retry = self.loop.call_later(self.pool.backoff(), self._retry_now)
 
-    def backoff(self) -> float:
-        """Seconds between the last failure and the background retry: `RETRY_AFTER`, doubled per further failure
-        up to `RETRY_AFTER_MAX`."""
-        return float(min(RETRY_AFTER_MAX, RETRY_AFTER * 2.0 ** min(self.failures - 1, 16)))
-
-    def retry_in(self) -> float:
-        """Seconds left before the background retry (0 when due or under way)."""
-        return max(0.0, self.failed_at + self.backoff() - time.monotonic()) if self.state == 'failed' else 0.0
+    def cancel_retry(self) -> None:
+        """Cancel a scheduled background retry (a run starts it now, or it is stopped)."""
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
 
     def _retry_now(self) -> None:
         self._retry = None
         if self.state == 'failed' and not self.loop.is_closed():
-            self.begin()
+            self.begin(background=True)
 
     def lease(self) -> None:
         """One more run uses the server: no idle stop while any does."""
@@ -242,21 +248,29 @@ class LoopServer:
             self.stop()
 
     def alive(self) -> bool:
-        """Whether the process answers still: up, and its client session open (a server that exited is not)."""
+        """Whether the process still serves: up, and its MCP session open (a server that exited is not: the
+        transport's connection task ended, or its session's reader closed)."""
         if self.state != 'up':
             return False
-        client = getattr(self.toolset, 'client', None)
-        connected = getattr(client, 'is_connected', None)
-        return bool(connected()) if callable(connected) else True
+        transport = getattr(getattr(self.toolset, 'client', None), 'transport', None)
+        task = getattr(transport, '_connect_task', None)
+        if isinstance(task, asyncio.Future) and task.done():
+            return False
+        dead = getattr(transport, '_is_session_dead', None)
+        try:
+            return not (callable(dead) and dead())
+        except Exception:  # another FastMCP's internals: trust the session
+            return True
 
     def stop(self) -> None:
-        """Tell the keeper to stop the server (from the loop's thread); a failed server's retry is cancelled."""
-        if self._retry is not None:
-            self._retry.cancel()
-            self._retry = None
+        """Tell the keeper to stop the server (from the loop's thread); a start under way is cancelled, a scheduled
+        retry dropped."""
+        self.cancel_retry()
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
+        if self.state == 'starting' and self._task is not None:
+            self._task.cancel()
         self._stop.set()
 
     async def stopped(self) -> None:
@@ -265,6 +279,8 @@ class LoopServer:
         task = self._task
         if task is not None and not task.done():
             await asyncio.wait({task})
+        if self.state == 'failed':
+            self.state = 'stopped'
 
 
 def _loop_running() -> bool:
@@ -283,13 +299,19 @@ async def _exit_quietly(toolset: Any) -> None:
 
 
 class ServerPool:
-    """The processes of one stdio server of an `mcpServers` file: one `LoopServer` per event loop.
+    """The processes of one stdio server of an `mcpServers` file: one `LoopServer` per event loop, and what its
+    last failed start (on any loop) was.
 
     Args:
         server: The server's name in the file (for messages).
         make_toolset: Builds a fresh `MCPToolset` for the server (its own transport and client), one per event loop.
         start_timeout: Seconds a start may take from its slot (`DEFAULT_START_TIMEOUT`).
         idle_timeout: Seconds an unused server stays up, or None to keep it until its loop ends or the process exits.
+
+    Attributes:
+        failures: Failed starts in a row (0 after a start that worked); `failed_at` (monotonic seconds) and `error`
+            the last one; `warned`: how many failures a warning reported.
+        starts: Processes started by this pool (all loops).
     """
 
     def __init__(
@@ -304,41 +326,66 @@ class ServerPool:
         self.make_toolset = make_toolset
         self.start_timeout = start_timeout
         self.idle_timeout = idle_timeout
-        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopServer] = weakref.WeakKeyDictionary()
+        self._by_loop: dict[int, LoopServer] = {}
         self.starts = 0
-        """Processes started by this pool (all loops), for tests and `toolproxy inspect`."""
+        self.failures = 0
+        self.failed_at = 0.0
+        self.error: BaseException | None = None
+        self.warned = 0
+
+    def failed(self, exc: BaseException) -> None:
+        """Record a failed start (any loop): the runs after it do not start the server until the back-off passed."""
+        self.failures += 1
+        self.failed_at = time.monotonic()
+        self.error = exc
+
+    def backoff(self) -> float:
+        """Seconds after the last failure before the server is tried again: `RETRY_AFTER`, doubled per further
+        failure up to `RETRY_AFTER_MAX`."""
+        return float(min(RETRY_AFTER_MAX, RETRY_AFTER * 2.0 ** min(max(self.failures, 1) - 1, 16)))
+
+    def retry_in(self) -> float:
+        """Seconds left of the back-off after the last failure (0: none, or over)."""
+        return max(0.0, self.failed_at + self.backoff() - time.monotonic()) if self.failures else 0.0
 
     def current(self) -> LoopServer | None:
         """This loop's server, whatever its state (None when none was started on it)."""
-        return self._by_loop.get(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        found = self._by_loop.get(id(loop))
+        return found if found is not None and found.loop is loop else None
+
+    def _prune(self) -> None:
+        """Forget the servers of closed loops (their loops are gone; keeping them would keep the loops)."""
+        for key, server in list(self._by_loop.items()):
+            if server.loop.is_closed():
+                server.cancel_retry()
+                del self._by_loop[key]
 
     async def acquire(self) -> tuple[LoopServer, bool]:
-        """Lease this loop's server, starting it when none runs (waiting for a start under way).
+        """Lease this loop's server, starting it when none runs (waiting for a start a run began).
 
         Returns the server and whether this call started it.
 
         Raises:
-            StartFailed: the start failed (`fresh`), or an earlier one did and the back-off is not over (this call
-                starts nothing and returns at once).
+            StartFailed: the start failed (`fresh`); or an earlier one did and the back-off is not over, or the
+                pool's background retry is under way (this call starts nothing and returns at once).
         """
         loop = asyncio.get_running_loop()
-        current = self._by_loop.get(loop)
+        self._prune()
+        current = self.current()
         started = False
         if current is not None and current.state == 'up' and not current.alive():
             await current.stopped()  # the process went away: a new one
-            current = None
-        if current is not None and current.state == 'failed':
-            if current.retry_in() > 0 or current._retry is None:
+        if current is not None and current.state == 'starting' and current.background:
+            raise StartFailed(self.error or RuntimeError('retrying'), fresh=False, retry_in=0.0, pool=self)
+        if current is None or current.state in ('failed', 'stopped'):
+            if self.failures and self.retry_in() > 0:
                 raise StartFailed(
-                    current.error or RuntimeError('failed'), fresh=False, retry_in=current.retry_in(), server=current
+                    self.error or RuntimeError('failed'), fresh=False, retry_in=self.retry_in(), pool=self
                 )
-            current._retry.cancel()  # due now: this call makes the retry
-            current._retry = None
-            current.begin()
-            started = True
-        elif current is None or current.state == 'stopped':
-            current = LoopServer(self, loop, self.make_toolset())
-            self._by_loop[loop] = current
+            if current is None or current.state == 'stopped':
+                current = LoopServer(self, loop, self.make_toolset())
+                self._by_loop[id(loop)] = current
             current.begin()
             self.starts += 1
             started = True
@@ -348,19 +395,21 @@ class ServerPool:
         except BaseException as exc:
             current.release()
             if isinstance(exc, Exception):
-                raise StartFailed(exc, fresh=started, retry_in=current.retry_in(), server=current) from exc
+                raise StartFailed(exc, fresh=started, retry_in=self.retry_in(), pool=self) from exc
             raise
         return current, started
 
     async def aclose(self) -> None:
-        """Stop this loop's server, if one runs, and wait for its process to end."""
-        current = self._by_loop.get(asyncio.get_running_loop())
+        """Stop this loop's server, if one runs or starts, and wait for its process to end; forget past failures (a
+        later run starts it again at once)."""
+        current = self.current()
         if current is not None:
             await current.stopped()
+        self.failures = 0
 
 
 _POOLS: dict[tuple[object, ...], ServerPool] = {}
-"""The pools of this process, by what defines a server's process and its settings (`shared_pool`)."""
+"""The pools of this process, by what defines a server's process (`shared_pool`)."""
 
 
 def shared_pool(
@@ -374,11 +423,14 @@ def shared_pool(
     """The process-wide `ServerPool` of the server `key` names (its listing key, which hashes its command line,
     folder and environment, and its stderr file), made on first use: capabilities built from the same file (one per
     request, say) share the running processes instead of each starting its own, and a pool outlives the capability
-    that made it, so its servers are still stopped when idle, at their loop's end or at exit."""
-    full = (*key, start_timeout, idle_timeout)
-    pool = _POOLS.get(full)
+    that made it, so its servers are still stopped when idle, at their loop's end or at exit. The newest
+    capability's `start_timeout` and `idle_timeout` apply to the shared processes."""
+    pool = _POOLS.get(key)
     if pool is None:
-        pool = _POOLS[full] = ServerPool(server, make_toolset, start_timeout=start_timeout, idle_timeout=idle_timeout)
+        pool = _POOLS[key] = ServerPool(server, make_toolset, start_timeout=start_timeout, idle_timeout=idle_timeout)
+    else:
+        pool.start_timeout, pool.idle_timeout = start_timeout, idle_timeout
+    _install_exit_hooks()  # at construction, usually on the main thread (a SIGTERM handler can only be set there)
     return pool
 
 
@@ -408,7 +460,7 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def stop_all_at_exit(timeout: float = 5.0) -> None:
+def stop_all_at_exit(timeout: float = 10.0) -> None:
     """Stop every server still up, each on its own loop: a loop not running is run until its servers stopped, a loop
     running in another thread is asked to stop them (waiting at most `timeout` seconds); a closed loop stopped its
     servers when it cancelled their keepers."""

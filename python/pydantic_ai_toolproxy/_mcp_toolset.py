@@ -19,7 +19,7 @@ from typing import Any, Literal, Self
 
 import anyio
 import anyio.to_thread
-from pydantic_ai.exceptions import ModelRetry
+from pydantic_ai.exceptions import ModelRetry, ToolFailed
 from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -298,23 +298,21 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     def _unavailable(self, exc: StartFailed, left_out_of: str, offset: int, warn: bool, call: bool) -> None:
         """Report a pooled server that did not start (now or earlier): one warning per failed start, saying when
-        the background retry comes."""
-        leased = exc.server
+        it is tried again."""
+        pool = exc.pool
         retry = (
             f'it is tried again in the background in {exc.retry_in:.0f} s'
             if exc.retry_in
-            else 'it is being tried again'
+            else 'it is being tried again in the background'
         )
-        if exc.fresh:
-            text = self.failure(exc.error, 'did not start', offset)
-        else:
-            ago = time.monotonic() - leased.failed_at
-            text = f'{self.failure(exc.error, "did not start", offset)} {ago:.0f} s ago'
+        text = self.failure(exc.error, 'did not start', offset if exc.fresh else 0)  # else: its file's last lines
+        if not exc.fresh:
+            text = f'{text} ({time.monotonic() - pool.failed_at:.0f} s ago)'
         self.start_failure = text
         if not call:
             self.start_error = exc.error if isinstance(exc.error, Exception) else exc
-        if warn and leased.warned < leased.failures:
-            leased.warned = leased.failures
+        if warn and pool.warned < pool.failures:
+            pool.warned = pool.failures
             logger.warning('%s; group %r is left out of %s; %s', text, self.group_name, left_out_of, retry)
 
     async def _enter_live(self, warn: bool, left_out_of: str) -> bool:
@@ -459,9 +457,9 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         path = self.stderr_path
         if path is None:
             return 0
-        if self.pool is not None:
+        if self.pool is not None:  # a failed server's file keeps its stderr for the warning
             current = self.pool.current()
-            running = current is not None and current.state in ('starting', 'up')
+            running = current is not None and current.state in ('starting', 'up', 'failed')
         else:
             running = getattr(self.wrapped, 'is_running', True)
         if self.private_log and not running:
@@ -515,16 +513,17 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         """Call the server's tool `name`; a copy serving the cached listing starts the server first (once per run).
 
         Raises:
-            ModelRetry: (at most 2,000 characters) the server did not start (the host gets one warning with its
-                stderr), it no longer has the tool, or the tool's schema changed since it was listed: the model is
-                told to search the group again or to use another group.
+            ToolFailed: the server did not start (the host gets one warning with its stderr): a failure the model
+                reads, not a retry, so calling it again spends none of the tool's retries (at most 2,000 characters).
+            ModelRetry: (at most 2,000 characters) it no longer has the tool, or the tool's schema changed since it
+                was listed: the model is told to search the group again.
         """
         if self.from_cache and not self._live():
             if self._call_lock is None:
                 self._call_lock = anyio.Lock()
             async with self._call_lock:
                 if not self._live() and not await self._start_live(True, 'this call', call=True):
-                    raise ModelRetry(
+                    raise ToolFailed(
                         f'The MCP server of group {self.group_name!r} could not be started, so {name!r} did '
                         'not run. Use a tool of another group, or tell the user that this server is unavailable.'
                     )
