@@ -283,3 +283,50 @@ def test_the_cli_sets_the_start_timeout_and_check_says_how_to_raise_it(tmp_path:
     bad = toolproxy('--mcp-config', str(path), '--start-timeout', '0', 'inspect')
     assert bad.returncode == 2 and 'must be a positive number of seconds' in bad.stderr
     assert alive(pids) == []
+
+
+async def test_a_server_that_died_between_runs_is_started_again(tmp_path: Path, pids: Path) -> None:
+    path = write(tmp_path, {'a': server(pids)})
+    proxy = ToolProxyCapability.from_mcp_config(path, listing_cache=None)
+    agent = Agent(call('a').model, capabilities=[proxy])
+    await agent.run('x', model=call('a').model)
+    [pid] = running(pids)
+    os.kill(pid, signal.SIGKILL)
+    assert alive(pids) == []
+    for _ in range(2):
+        result = await agent.run('x', model=call('a').model)
+        assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
+    assert len(started(pids)) == 2  # one new process for both later runs
+    await proxy.stop_mcp_servers()
+
+
+def test_a_failure_is_remembered_by_every_event_loop_and_loops_are_not_kept(tmp_path: Path, pids: Path) -> None:
+    path = write(tmp_path, {'ok': server(pids), 'dead': server(pids, '--on-initialize', 'crash')})
+    proxy = ToolProxyCapability.from_mcp_config(path, listing_cache=None)
+    for _ in range(4):  # each asyncio.run is a new event loop
+        asyncio.run(Agent(call('ok').model, capabilities=[proxy]).run('x'))
+    assert len(started(pids)) == 4 + 1  # 'ok' once per loop, 'dead' only by the first
+    pool = proxy.groups['dead'].source.pool  # type: ignore[union-attr]
+    assert len(pool._by_loop) <= 1  # closed loops are forgotten, not kept alive by their servers
+    assert alive(pids) == []
+
+
+async def test_calling_a_lazy_server_that_cannot_start_twice_spends_no_retry(tmp_path: Path, pids: Path) -> None:
+    version = tmp_path / 'version'
+    version.write_text('1')
+    path = write(tmp_path, {'flaky': server(pids, '--version-file', str(version))})
+    cache = tmp_path / 'listings.sqlite'
+    filler = ToolProxyCapability.from_mcp_config(path, listing_cache=cache)
+    await Agent(Script(['done']).model, capabilities=[filler]).run('fill the cache')
+    await filler.stop_mcp_servers()
+    version.write_text('crash')
+    proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=cache)
+    twice = [(CALL, {'group': 'flaky', 'tool': 'plain_tool', 'arguments': {}})]
+    script = Script([twice, twice, twice, 'done'])  # Pydantic AI's default: 1 retry per tool
+    result = await Agent(script.model, capabilities=[proxy]).run('x')
+    assert result.output == 'done'
+    texts = [
+        str(p.content) for m in result.all_messages() for p in getattr(m, 'parts', ()) if p.part_kind == 'tool-return'
+    ]
+    assert len(texts) == 3 and all('could not be started' in t for t in texts)
+    await proxy.stop_mcp_servers()
