@@ -5,7 +5,8 @@ Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for 
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
 `ToolProxyCapability.explain`; for hybrid search, where tool vectors are kept: the `EmbeddingStore` interface,
 `SQLiteEmbeddingStore` (the embedded default), `MemoryEmbeddingStore` and `default_embedding_cache_path()` (the
-default file); and `search_strategy` (this package's ranking for Pydantic AI's own `ToolSearch`). `__version__` is
+default file), and `LocalEmbeddingModel` (a sentence-transformers model folder run with numpy, no torch: the
+embedder `local:PATH`, the `local` extra); and `search_strategy` (this package's ranking for Pydantic AI's own `ToolSearch`). `__version__` is
 the Rust extension's, from Cargo.toml (the one place it is written; maturin gives the wheel the same).
 """
 
@@ -14,12 +15,14 @@ from ._strategy import ToolProxySearchStrategy, search_strategy
 from .capability import ToolProxyCapability
 from .config import ToolProxyConfig
 from .embedding_store import EmbeddingStore, MemoryEmbeddingStore, SQLiteEmbeddingStore, default_embedding_cache_path
+from .embeddings import LocalEmbeddingModel
 from .explain import SearchExplanation, TermMatch
 from .group import ToolProxyGroup
 from .plan import ToolProxyPlan, ToolProxySelection
 
 __all__ = (
     'EmbeddingStore',
+    'LocalEmbeddingModel',
     'MemoryEmbeddingStore',
     'SQLiteEmbeddingStore',
     'SearchExplanation',

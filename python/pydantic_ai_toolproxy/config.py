@@ -60,7 +60,9 @@ class ToolProxyConfig:
         embedder: Opt-in hybrid search: a `pydantic_ai.embeddings.Embedder`, any `EmbeddingModel`, or a model
             name Pydantic AI resolves (`'openai:text-embedding-3-small'`, `'sentence-transformers:all-MiniLM-L6-v2'`;
             resolved by `Embedder(name)` when first used, so a missing API key surfaces as a logged fallback, not
-            here). None (the default): keyword search only, rankings unchanged.
+            here), or `'local:PATH'`, a sentence-transformers model folder run with numpy (`LocalEmbeddingModel`,
+            the `local` extra; the folder is checked here: a missing one raises ValueError). None (the default):
+            keyword search only, rankings unchanged.
         semantic_weight: Share of the semantic signal in the fused score, 0..1 (default 0.35, chosen on
             half of the queries of `bash scripts/bench-quality`): `fused = (1 - w) *
             keyword share + w * semantic share`. 0 ranks exactly as keyword search.
@@ -161,6 +163,13 @@ def _check_embedder(value: object) -> None:
                 "ToolProxyConfig.embedder must name a model as 'provider:model' (e.g. "
                 f"'openai:text-embedding-3-small'), got {value!r}"
             )
+        if provider == 'local':  # a model folder: checked now, so a wrong path is never a silent keyword fallback
+            from .embeddings.local import model_folder
+
+            try:
+                model_folder(os.path.expanduser(model))
+            except FileNotFoundError as e:
+                raise ValueError(f'ToolProxyConfig.embedder: {e}') from None
         return
     raise ValueError(
         'ToolProxyConfig.embedder must be a pydantic_ai Embedder, an EmbeddingModel, a model name or None, '

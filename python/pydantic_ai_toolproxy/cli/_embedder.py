@@ -2,7 +2,9 @@
 
 - A model name is what Pydantic AI resolves: `provider:model`, e.g. `openai:text-embedding-3-small`,
   `sentence-transformers:all-MiniLM-L6-v2`, `gateway/openai:text-embedding-3-small` (one word, or a
-  `gateway/...` name, before the first colon).
+  `gateway/...` name, before the first colon); or `local:PATH`, a sentence-transformers model folder run with numpy
+  (`LocalEmbeddingModel`). A relative folder (`local:`, or a `sentence-transformers:` name that is a folder) is
+  resolved against the same directory as a module path, and a `local:` folder that does not exist is an error.
 - A `module:attribute` names an `EmbeddingModel` or `Embedder` object (or a zero-argument function returning one)
   the way `-s` names a source: `path/to/file.py:attribute` or `dotted.module:attribute`. A module of a single word
   would read as a provider, so write it as a file (`./embedders.py:model`).
@@ -71,13 +73,20 @@ async def resolve_embedder(spec: EmbedderSpec) -> Any:
         SourceError: an empty value, a module that cannot be loaded or holds something else, or a model name
             Pydantic AI cannot resolve (unknown provider, missing package, missing API key), each named.
     """
-    from pydantic_ai.embeddings import Embedder, EmbeddingModel, infer_embedding_model
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+    from .._embedder import LOCAL_PREFIX, infer_model
 
     value, label = spec.text, spec.label
     if not value.strip():
         raise SourceError(
             f'{label}: the embedder is empty; name a model (openai:text-embedding-3-small) or module:attr'
         )
+    if value.startswith(LOCAL_PREFIX):
+        try:
+            return infer_model(value, spec.base_dir)
+        except FileNotFoundError as exc:
+            raise SourceError(f'{label}: {exc}') from None
     if is_module_target(value):
         obj = await load_target(value, spec.base_dir, label)
         if not isinstance(obj, (Embedder, EmbeddingModel)):
@@ -92,7 +101,7 @@ async def resolve_embedder(spec: EmbedderSpec) -> Any:
             'path/to/file.py:attribute'
         )
     try:
-        return infer_embedding_model(value)
+        return infer_model(value, spec.base_dir)
     except Exception as exc:
         hint = ''
         module = value.split(':', 1)[0]
