@@ -1,0 +1,93 @@
+"""Short-lived processes (scripts, the CLI, serverless handlers) over one SQLite embedding cache, with default settings:
+each ends normally right after one search, and between them every tool text gets its vector, no claim is left
+behind, and a search waits only when waiting can pay off (`hybrid.fill.worth_waiting`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from short_lived_worker import NAME, TOOLS, tool_texts
+
+from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
+from pydantic_ai_toolproxy.hybrid.fill import EXIT_WAIT, worth_waiting
+
+TESTS = Path(__file__).resolve().parent
+KEY = f'bag:{NAME}:native'
+
+
+def run_worker(cache: Path, per_text: float, *extra: str) -> tuple[dict[str, float], float]:
+    """One process (tests/short_lived_worker.py): its JSON line and its wall time."""
+    began = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(TESTS / 'short_lived_worker.py'), str(cache), str(per_text), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=TESTS,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), time.monotonic() - began
+
+
+def stored_and_claimed(cache: Path) -> tuple[set[bytes], int]:
+    """The hashes with a vector under the workers' model, and how many claims rows the file holds."""
+    with sqlite3.connect(cache) as db:
+        hashes = {
+            h
+            for (h,) in db.execute(
+                'SELECT v.hash FROM vectors v JOIN models m ON m.id = v.model WHERE m.name = ?', (KEY,)
+            )
+        }
+        claims = db.execute('SELECT COUNT(*) FROM claims').fetchone()[0]
+    return hashes, claims
+
+
+def expected_hashes() -> set[bytes]:
+    return {
+        text_hash(embedding_text('ledger', name, description, 'Ledger records')) for name, description in tool_texts()
+    }
+
+
+def test_four_short_lived_processes_leave_every_vector_stored_and_no_claim(tmp_path: Path) -> None:
+    """120 new tools, 0.08 s per text (a batch of 64 takes 5.1 s, longer than the 5 s `embedding_wait`): the first
+    process's search waits its 5 s for the first batch, its exit lets that batch finish and store; the second
+    embeds the other 56 within its wait; the third and fourth find every vector and do not wait."""
+    cache = tmp_path / 'cache.sqlite3'
+    searches = []
+    for _ in range(4):
+        out, _ = run_worker(cache, 0.08)
+        searches.append(out['search'])
+    hashes, claims = stored_and_claimed(cache)
+    assert len(expected_hashes()) == TOOLS
+    assert hashes == expected_hashes()
+    assert claims == 0
+    assert searches[2] < 1.0 and searches[3] < 1.0, searches
+
+
+def test_a_process_ending_with_a_batch_that_never_answers_releases_its_claims(tmp_path: Path) -> None:
+    """The embedder never answers: the process still ends (its exit waits `EXIT_WAIT` for the batch in flight, then
+    gives it up) and releases its claims, so the next process embeds those texts at once, not after they expire
+    (2 x `embedding_timeout` + 10 s)."""
+    cache = tmp_path / 'cache.sqlite3'
+    out, took = run_worker(cache, 0.0, 'hang')
+    assert out['search'] >= 4.5  # nothing arrived: the search waited for the first batch, all of embedding_wait
+    assert took < out['search'] + EXIT_WAIT + 10
+    hashes, claims = stored_and_claimed(cache)
+    assert hashes == set() and claims == 0
+    out, _ = run_worker(cache, 0.0)
+    assert out['search'] < 4.5
+    assert stored_and_claimed(cache) == (expected_hashes(), 0)
+
+
+def test_a_search_waits_only_while_waiting_can_pay_off() -> None:
+    assert worth_waiting(started=120, left_now=120, waited=3.0, wait_left=2.0)  # pace unknown yet: wait
+    assert worth_waiting(started=120, left_now=56, waited=1.0, wait_left=4.0)  # 56 more at 64/s: 0.9 s
+    assert not worth_waiting(started=120, left_now=56, waited=3.0, wait_left=2.0)  # 2.6 s more: past the wait
+    assert not worth_waiting(started=10_000, left_now=9_936, waited=2.0, wait_left=3.0)  # a long backlog: no wait
+    assert not worth_waiting(started=120, left_now=0, waited=1.0, wait_left=4.0)  # nothing left
+    assert worth_waiting(started=10, left_now=12, waited=1.0, wait_left=4.0)  # more pending than at the start
