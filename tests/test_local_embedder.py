@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -296,3 +297,24 @@ def test_the_cli_searches_by_meaning_with_a_local_folder_quietly(folder: Path, t
         'hybrid'
     ]
     assert hybrid['embedder'] == f'local:{folder.resolve()}' and hybrid['with_vectors'] == hybrid['tools'] == 7
+
+
+def test_the_cli_keeps_model_libraries_quiet_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Progress bars and advisory warnings of sentence-transformers' stack are switched off before it is imported
+    (a variable the user set is kept), and their Python warnings are ignored when stderr is piped."""
+    from pydantic_ai_toolproxy.cli._embedder import QUIET_ENVIRONMENT, quiet_model_libraries
+
+    for name in QUIET_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('TRANSFORMERS_VERBOSITY', 'info')
+    with warnings.catch_warnings():
+        warnings.simplefilter('always')  # this test's own: every warning shows (pytest makes them errors)
+        quiet_model_libraries()
+        assert os.environ['HF_HUB_DISABLE_PROGRESS_BARS'] == '1' and os.environ['TOKENIZERS_PARALLELISM'] == 'false'
+        assert os.environ['TRANSFORMERS_VERBOSITY'] == 'info'
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.warn_explicit(
+                'deprecated', FutureWarning, 'modeling_utils.py', 1, module='transformers.modeling_utils'
+            )
+            warnings.warn_explicit('mine', UserWarning, 'app.py', 1, module='app')
+        assert [str(w.message) for w in caught] == ['mine']
