@@ -70,10 +70,13 @@ class ToolProxyConfig:
             file `default_embedding_cache_path()` names when first opened), a `postgresql://` URL (a fleet's shared
             `PostgresEmbeddingStore`, the `postgres` extra), a SQLite file path (`~` expanded), any
             `EmbeddingStore`, or None for memory only. Opened only with an embedder, at the first search.
-        embedding_wait: Seconds a search waits for tool vectors still being computed, 0-600 (default 5.0): only the
-            first search of a run, or the first of a run after its tool set gained texts without a vector, waits;
-            later searches of that run rank what has no vector yet by keywords alone at once. Embedding goes on in
-            the background (on the process's embedding thread) past the wait and past the run.
+        embedding_wait: Most seconds a search waits for tool vectors still being computed, 0-600 (default 5.0):
+            only the first search of a run, or the first of a run after its tool set gained texts without a vector,
+            waits, and only while waiting can pay off (until the first vectors arrive, then while the missing ones
+            can all arrive within the wait at the pace measured); later searches of that run rank what has no
+            vector yet by keywords alone at once. Embedding goes on in the background (on the process's embedding
+            thread) past the wait and past the run; a process that exits stores its batch in flight (at most 5 s)
+            and releases its claims.
         query_timeout: Seconds a search waits for `embed_query`, more than 0 and at most 600 (default 5.0). Past
             it, or on an embedder error, that search is a keyword search (one logged warning, nothing for the model).
         embedding_timeout: Seconds each embedder call for tool texts may take (`embed_documents` of one batch,
