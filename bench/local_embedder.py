@@ -22,6 +22,7 @@ import os
 import re
 import statistics
 import time
+import tomllib
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -56,23 +57,27 @@ def model_folder(path: Path) -> Path:
     return path
 
 
-def _requirement_names(dist: str, extras: set[str]) -> set[str]:
-    names = set()
+def _name(requirement: str) -> str:
+    return re.split(r'[\s\[<>=!~;(]', requirement.strip(), maxsplit=1)[0].lower().replace('_', '-')
+
+
+def _requires(dist: str, extras: set[str]) -> list[str]:
+    """The requirements of the installed `dist` that apply with `extras` (markers other than extras: kept)."""
+    out = []
     for requirement in metadata.requires(dist) or []:
-        name, _, marker = requirement.partition(';')
-        wanted = re.findall(r'extra\s*==\s*["\']([^"\']+)', marker)
-        if (wanted and not set(wanted) & extras) or (not wanted and 'python_version' in marker):
-            continue
-        names.add(re.split(r'[\s\[<>=!~;(]', name.strip(), maxsplit=1)[0].lower().replace('_', '-'))
-    return names
+        spec, _, marker = requirement.partition(';')
+        wanted = set(re.findall(r'extra\s*==\s*["\']([^"\']+)', marker))
+        if not wanted or wanted & extras:
+            out.append(spec)
+    return out
 
 
-def closure(dist: str, extras: frozenset[str] = frozenset()) -> set[str]:
-    """The installed distributions `dist` (with `extras`) requires, transitively, itself included."""
+def closure(requirements: list[str]) -> set[str]:
+    """The installed distributions `requirements` (PEP 508 strings) need, transitively, themselves included."""
     seen: set[str] = set()
-    todo = [(dist, set(extras))]
+    todo = [(_name(r), set(re.findall(r'\[([^\]]+)\]', r)[0].split(',')) if '[' in r else set()) for r in requirements]
     while todo:
-        name, wanted = todo.pop()
+        name, extras = todo.pop()
         if name in seen:
             continue
         try:
@@ -80,8 +85,14 @@ def closure(dist: str, extras: frozenset[str] = frozenset()) -> set[str]:
         except metadata.PackageNotFoundError:
             continue
         seen.add(name)
-        todo.extend((n, set()) for n in _requirement_names(name, wanted))
+        todo.extend((_name(r), set()) for r in _requires(name, {e.strip() for e in extras}))
     return seen
+
+
+def project_requirements(extra: str | None = None) -> list[str]:
+    """This checkout's `dependencies` (pyproject.toml), or those of its optional dependency `extra`."""
+    project = tomllib.loads((ROOT / 'pyproject.toml').read_text())['project']
+    return list(project['dependencies'] if extra is None else project['optional-dependencies'][extra])
 
 
 def size_mb(dists: set[str]) -> float:
@@ -130,16 +141,17 @@ def main() -> None:
     for tools, descriptions, _ in (bfcl(), agent()):
         texts += tool_texts(tools, descriptions)
     texts = texts[: args.texts]
-    base = closure('pydantic-ai-toolproxy')
+    base = closure(project_requirements())
     print(f'base install: {size_mb(base):.0f} MB ({len(base)} distributions)')
     print(f'{len(texts):,} tool texts (batches of 64), {len(QUERIES)} queries; model {folder.name}')
 
     from pydantic_ai_toolproxy import LocalEmbeddingModel
 
-    local_extra = closure('pydantic-ai-toolproxy', frozenset({'local'})) - base
+    local_extra = closure(project_requirements('local')) - base
     first, rate, query, mine = measure(LocalEmbeddingModel(folder), texts)
     print(
-        f'local (numpy):         +{size_mb(local_extra):4.0f} MB installed ({", ".join(sorted(local_extra))}); '
+        f'local (numpy):         +{size_mb(local_extra):4.0f} MB installed ({", ".join(sorted(local_extra))})\n'
+        f'                       '
         f'load + first query {first:.2f} s, {rate:.0f} texts/s, one query {query:.0f} ms'
     )
     if importlib.util.find_spec('sentence_transformers') is None:
@@ -147,11 +159,12 @@ def main() -> None:
         return
     from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
 
-    st_extra = closure('pydantic-ai-slim', frozenset({'sentence-transformers'})) - closure('pydantic-ai-slim') - base
+    st_extra = closure(['pydantic-ai-slim[sentence-transformers]']) - base
     first, rate, query, theirs = measure(SentenceTransformerEmbeddingModel(str(folder)), texts)
     print(
         f'sentence-transformers: +{size_mb(st_extra):4.0f} MB installed ({len(st_extra)} distributions, torch '
-        f'{metadata.version("torch")}); load + first query {first:.2f} s, {rate:.0f} texts/s, one query {query:.0f} ms'
+        f'{metadata.version("torch")})\n                       load + first query {first:.2f} s, {rate:.0f} texts/s, '
+        f'one query {query:.0f} ms'
     )
     worst = max(
         1 - sum(x * y for x, y in zip(a, b)) / ((sum(x * x for x in a) * sum(y * y for y in b)) ** 0.5 or 1)

@@ -1,5 +1,6 @@
 """`LocalEmbeddingModel` (`local:PATH`) with the real all-MiniLM-L6-v2 folder (`tests/local_model.py`):
 
+- its tokenizer (`embeddings._wordpiece`, plain Python) gives the ids of the `tokenizers` library;
 - its vectors equal sentence-transformers' (the similarity matrix sentence-transformers publishes for this model,
   and the reference vectors computed once with sentence-transformers, `tests/minilm_reference.json`);
 - it never imports torch (a subprocess runs a hybrid search with it);
@@ -21,9 +22,12 @@ import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
-from local_model import extract, reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from local_model import REFERENCE_TEXTS, extract, reference
 from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
 from support import toolproxy
@@ -31,6 +35,7 @@ from support import toolproxy
 from pydantic_ai_toolproxy import LocalEmbeddingModel, ToolProxyConfig
 from pydantic_ai_toolproxy._embedder import ResolvedEmbedder, infer_model, model_identity
 from pydantic_ai_toolproxy.cli._embedder import EmbedderSpec, resolve_embedder
+from pydantic_ai_toolproxy.embeddings._wordpiece import WordPiece
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ['-s', 'tests/cli_embedders.py:tool_groups']
@@ -166,7 +171,7 @@ def test_no_torch_is_ever_imported(folder: Path) -> None:
         config = ToolProxyConfig(embedder={f'local:{folder}'!r}, embedding_cache=None, embedding_wait=60)
         agent = Agent(FunctionModel(model), capabilities=[ToolProxyCapability(groups=groups, config=config)])
         print(agent.run_sync('x').output)
-        print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules))
+        print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'tokenizers') if m in sys.modules))
         """
     )
     proc = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -318,3 +323,46 @@ def test_the_cli_keeps_model_libraries_quiet_unless_told_otherwise(monkeypatch: 
             )
             warnings.warn_explicit('mine', UserWarning, 'app.py', 1, module='app')
         assert [str(w.message) for w in caught] == ['mine']
+
+
+TOKENIZER_ALPHABET = st.characters(min_codepoint=0, max_codepoint=0x30000, exclude_categories=('Cs',))  # text is str
+
+
+@pytest.fixture(scope='module')
+def tokenizers_pair(folder: Path) -> tuple[Any, WordPiece]:
+    """The `tokenizers` library's tokenizer of the folder (the reference) and the package's `WordPiece`."""
+    from tokenizers import Tokenizer
+
+    reference = Tokenizer.from_file(str(folder / 'tokenizer.json'))
+    reference.no_padding()
+    reference.no_truncation()
+    return reference, WordPiece(folder / 'tokenizer.json')
+
+
+def test_the_wordpiece_tokenizer_gives_the_ids_of_the_tokenizers_library(
+    tokenizers_pair: tuple[Any, WordPiece],
+) -> None:
+    reference, mine = tokenizers_pair
+    texts = [
+        *REFERENCE_TEXTS,
+        'get_forecast: Forecast for a city. weather-data: Weather data (v2) — °C/°F',
+        'literal [CLS] and [SEP] and x[MASK]y in a text',
+        'a' * 150,  # a word past max_input_chars_per_word
+        'ΣΑΣ ΟΔΟΣ İstanbul ẞ ﬁle',  # case mappings done per character
+        'tab\there\u00a0nbsp\u2028line\x0bvt\x1ffs\u200bzw\ufeffbom\x00nul\ufffdrepl\u2065unassigned',
+    ]
+    for text in texts:
+        assert mine.encode(text) == reference.encode(text).ids, text
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(TOKENIZER_ALPHABET, max_size=40))
+def test_the_wordpiece_tokenizer_agrees_on_any_text(tokenizers_pair: tuple[Any, WordPiece], text: str) -> None:
+    reference, mine = tokenizers_pair
+    assert mine.encode(text) == reference.encode(text).ids
+
+
+def test_a_tokenizer_of_another_kind_is_refused(tmp_path: Path) -> None:
+    (tmp_path / 'tokenizer.json').write_text(json.dumps({'normalizer': None, 'model': {'type': 'BPE'}}))
+    with pytest.raises(ValueError, match='only BERT tokenizers'):
+        WordPiece(tmp_path / 'tokenizer.json')

@@ -5,11 +5,11 @@ The folder is what sentence-transformers saves (all-MiniLM-L6-v2, bge-small, e5-
 (`Pooling` with `1_Pooling/config.json`, then `Normalize` when listed). The forward pass is the BERT encoder in
 float32 numpy (embeddings + LayerNorm, N layers of self-attention and a GELU feed-forward), then the pooling and the
 normalisation the folder asks for, so the vectors are sentence-transformers' for the same folder (float32 rounding
-apart). Texts are tokenized by `tokenizers` (one text at a time: no thread pool of its own, so no fork warning) and
-run in batches of similar length, padded to the longest of the batch.
+apart). Texts are tokenized by `_wordpiece.WordPiece` (BERT's tokenizer from `tokenizer.json`, plain Python, the ids
+of the `tokenizers` library) and run in batches of similar length, padded to the longest of the batch.
 
-Needs the `local` extra (numpy, tokenizers, safetensors), imported when the model first embeds; constructing the
-model only checks the folder.
+Needs the `local` extra (numpy, safetensors), imported when the model first embeds; constructing the model only
+checks the folder.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
 
+from ._wordpiece import WordPiece
+
 if TYPE_CHECKING:
-    import numpy as np
     import numpy.typing as npt
 
     Array = npt.NDArray[Any]  # float32 throughout (numpy's stubs widen mixed arithmetic to float64)
@@ -84,7 +85,7 @@ class _Layer:
 class _Network:
     """The loaded model: tokenizer, weights (transposed for `x @ W`), and what the folder says of the output."""
 
-    tokenizer: Any
+    tokenizer: WordPiece
     words: Array
     positions: Array
     token_type: Array
@@ -149,16 +150,16 @@ def _load(folder: Path) -> _Network:
     """Read the folder: configuration, tokenizer and weights (float32, transposed once).
 
     Raises:
-        ImportError: numpy, tokenizers or safetensors is missing (the `local` extra).
-        ValueError: the folder's model is not a BERT encoder this module runs, or a weight is missing.
+        ImportError: numpy or safetensors is missing (the `local` extra).
+        ValueError: the folder's model is not a BERT encoder this module runs (or its tokenizer not BERT's
+            WordPiece), or a weight is missing.
     """
     try:
         import numpy as np
         from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
     except ImportError as e:
         raise ImportError(
-            f'LocalEmbeddingModel needs numpy, tokenizers and safetensors: pip install "pydantic-ai-toolproxy[local]" ({e})'
+            f'LocalEmbeddingModel needs numpy and safetensors: pip install "pydantic-ai-toolproxy[local]" ({e})'
         ) from e
     transformer, pooling, normalize = _modules(folder)
     config = _read_json(transformer / 'config.json')
@@ -201,11 +202,8 @@ def _load(folder: Path) -> _Network:
                 ln2=norm(f'{p}.output'),
             )
         )
-    tokenizer = Tokenizer.from_file(str(transformer / 'tokenizer.json'))
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
     return _Network(
-        tokenizer=tokenizer,
+        tokenizer=WordPiece(transformer / 'tokenizer.json'),
         words=get('embeddings.word_embeddings.weight'),
         positions=get('embeddings.position_embeddings.weight'),
         token_type=get('embeddings.token_type_embeddings.weight')[0],
@@ -244,15 +242,29 @@ def _layer_norm(x: Array, weight_bias: tuple[Array, Array], eps: float) -> Array
 
 
 def _gelu(x: Array) -> Array:
-    """GELU with the exact erf (as BERT's `gelu`), erf by Abramowitz-Stegun 7.1.26 (error under 1.5e-7)."""
+    """GELU with the exact erf (as BERT's `gelu`), erf by Abramowitz-Stegun 7.1.26 (error under 1.5e-7), computed in
+    place in float32 (the feed-forward activations are the largest arrays of the pass). `x` is overwritten."""
     import numpy as np
 
-    z = np.abs(x) * np.float32(1 / math.sqrt(2))
-    t = 1 / (1 + np.float32(0.3275911) * z)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    erf = 1 - poly.astype(np.float32) * np.exp(-z * z)
-    out: Array = 0.5 * x * (1 + np.sign(x) * erf)
-    return out
+    z = np.abs(x)
+    z *= np.float32(1 / math.sqrt(2))
+    t = z * np.float32(0.3275911)
+    t += 1
+    np.reciprocal(t, out=t)
+    poly = t * np.float32(1.061405429)
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += np.float32(c)
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z  # 1 - erf(|x| / sqrt 2)
+    # gelu(x) = x (1 + erf(x / sqrt 2)) / 2 = max(x, 0) - |x| (1 - erf(|x| / sqrt 2)) / 2, for either sign of x
+    poly *= np.abs(x)
+    poly *= np.float32(0.5)
+    np.maximum(x, 0, out=x)
+    x -= poly
+    return x
 
 
 def _forward(net: _Network, ids: list[list[int]]) -> Array:
@@ -340,8 +352,7 @@ class LocalEmbeddingModel(EmbeddingModel):
     Raises:
         FileNotFoundError: at construction, the folder does not exist or lacks a required file (named).
         ValueError: `batch_size` below 1; at first use, a model this class cannot run (not BERT, a `Dense` module).
-        ImportError: at first use, numpy, tokenizers or safetensors missing (`pip install
-            "pydantic-ai-toolproxy[local]"`).
+        ImportError: at first use, numpy or safetensors missing (`pip install "pydantic-ai-toolproxy[local]"`).
     """
 
     def __init__(
@@ -395,7 +406,7 @@ class LocalEmbeddingModel(EmbeddingModel):
 
     @staticmethod
     def _ids(net: _Network, text: str) -> list[int]:
-        ids: list[int] = net.tokenizer.encode(text).ids
+        ids = net.tokenizer.encode(text)
         if len(ids) > net.max_tokens:  # keep the start and the closing [SEP], as a truncating tokenizer does
             ids = [*ids[: net.max_tokens - 1], ids[-1]]
         return ids
@@ -409,7 +420,7 @@ class LocalEmbeddingModel(EmbeddingModel):
             An `EmbeddingResult` with one vector per input, in order (floats; the model's width, or `dimensions`).
 
         Raises:
-            ImportError: numpy, tokenizers or safetensors missing.
+            ImportError: numpy or safetensors missing.
             ValueError: the folder's model cannot be run (see the class).
         """
         texts, merged = self.prepare_embed(inputs, settings)
@@ -434,4 +445,4 @@ class LocalEmbeddingModel(EmbeddingModel):
     async def count_tokens(self, text: str) -> int:
         """Tokens of `text` with the model's tokenizer, the special tokens ([CLS], [SEP]) included, before cutting."""
         net = await asyncio.to_thread(self._network)
-        return len(net.tokenizer.encode(text).ids)
+        return len(net.tokenizer.encode(text))
