@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import importlib.metadata as metadata
 import importlib.util
 import os
 import re
+import resource
 import statistics
 import time
 import tomllib
@@ -137,21 +139,25 @@ def main() -> None:
 
     local_extra = closure(project_requirements('local')) - base
     first, rate, query, mine = measure(LocalEmbeddingModel(folder), texts)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f'local (numpy):         +{size_mb(local_extra):4.0f} MB installed ({", ".join(sorted(local_extra))})\n'
         f'                       '
-        f'load + first query {first:.2f} s, {rate:.0f} texts/s, one query {query:.0f} ms'
+        f'load + first query {first:.2f} s (numpy imported), {rate:.0f} texts/s, one query {query:.0f} ms; '
+        f'peak RSS of this process {peak:.0f} MB'
     )
     if importlib.util.find_spec('sentence_transformers') is None:
         print('sentence-transformers: not installed here (run in .venv-bench to compare)')
         return
+    imported = timed(lambda: importlib.import_module('pydantic_ai.embeddings.sentence_transformers'))
     from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
 
     st_extra = closure(['pydantic-ai-slim[sentence-transformers]']) - base
     first, rate, query, theirs = measure(SentenceTransformerEmbeddingModel(str(folder)), texts)
     print(
         f'sentence-transformers: +{size_mb(st_extra):4.0f} MB installed ({len(st_extra)} distributions, torch '
-        f'{metadata.version("torch")})\n                       load + first query {first:.2f} s, {rate:.0f} texts/s, '
+        f'{metadata.version("torch")})\n                       import {imported:.2f} s, load + first query {first:.2f} s, '
+        f'{rate:.0f} texts/s, '
         f'one query {query:.0f} ms'
     )
     worst = max(
