@@ -5,6 +5,7 @@ behind, and a search waits only when waiting can pay off (`hybrid.fill.worth_wai
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from short_lived_worker import NAME, TOOLS, tool_texts
 
+import pydantic_ai_toolproxy
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
 from pydantic_ai_toolproxy.hybrid.fill import EXIT_WAIT, worth_waiting
 
@@ -21,7 +23,10 @@ KEY = f'bag:{NAME}:native'
 
 
 def run_worker(cache: Path, per_text: float, *extra: str) -> tuple[dict[str, float], float]:
-    """One process (tests/short_lived_worker.py): its JSON line and its wall time."""
+    """One process (tests/short_lived_worker.py, importing the package this test imports): its JSON line and its wall
+    time."""
+    package = Path(pydantic_ai_toolproxy.__file__).resolve().parent.parent
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(package), os.environ.get('PYTHONPATH', '')])}
     began = time.monotonic()
     proc = subprocess.run(
         [sys.executable, str(TESTS / 'short_lived_worker.py'), str(cache), str(per_text), *extra],
@@ -29,6 +34,7 @@ def run_worker(cache: Path, per_text: float, *extra: str) -> tuple[dict[str, flo
         text=True,
         timeout=120,
         cwd=TESTS,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout), time.monotonic() - began
@@ -54,18 +60,22 @@ def expected_hashes() -> set[bytes]:
 
 
 def test_four_short_lived_processes_leave_every_vector_stored_and_no_claim(tmp_path: Path) -> None:
-    """120 new tools, 0.08 s per text (a batch of 64 takes 5.1 s, longer than the 5 s `embedding_wait`): the first
-    process's search waits its 5 s for the first batch, its exit lets that batch finish and store; the second
-    embeds the other 56 within its wait; the third and fourth find every vector and do not wait."""
+    """120 new tools, 0.05 s per text (all 120 take 6 s, longer than the 5 s `embedding_wait`): the first process's
+    search learns the pace from its first claimed batch (`FIRST_CLAIM` texts, 0.8 s) and stops waiting, since the
+    rest cannot arrive within its wait; its exit stores the batch in flight (sized to `BATCH_SECONDS`) and releases
+    the claims. The second process's search waits, as the rest now fits in its wait; the third and fourth find every
+    vector and do not wait. Without the exit hook, the claims of the first process's batch in flight would hold
+    those texts for 2 x `embedding_timeout` + 10 s and the fourth process would end without them."""
     cache = tmp_path / 'cache.sqlite3'
     searches = []
     for _ in range(4):
-        out, _ = run_worker(cache, 0.08)
+        out, _ = run_worker(cache, 0.05)
         searches.append(out['search'])
     hashes, claims = stored_and_claimed(cache)
     assert len(expected_hashes()) == TOOLS
     assert hashes == expected_hashes()
     assert claims == 0
+    assert searches[0] < 2.5, searches  # the pace, not the whole wait
     assert searches[2] < 1.0 and searches[3] < 1.0, searches
 
 

@@ -41,12 +41,15 @@ if TYPE_CHECKING:
     from .protocol import VectorHolder
 
 __all__ = (
+    'BATCH_SECONDS',
     'CLAIM_POLL',
     'CLAIM_POLL_MAX',
     'CLAIM_SLACK',
     'CLAIM_WINDOW',
     'EXIT_WAIT',
+    'FIRST_CLAIM',
     'MAX_RUNS_REMEMBERED',
+    'MIN_CLAIM',
     'RETRY_SECONDS',
     'WAIT_POLL',
     'Fill',
@@ -69,6 +72,13 @@ CLAIM_SLACK = 10.0
 """Seconds a claim lasts beyond two `embedding_timeout`s (one batch's call, and its store write)."""
 MAX_RUNS_REMEMBERED = 4096
 """Runs whose first search already waited (`Fill.wait_for_tools`), remembered per surface (oldest dropped)."""
+FIRST_CLAIM = 16
+"""Texts the first claimed batch of a process holds (`Fill._claim_limit`): its answer tells the embedder's pace."""
+MIN_CLAIM = 4
+"""Fewest texts a claimed batch holds."""
+BATCH_SECONDS = 2.0
+"""What a claimed batch should take at the pace measured (`Fill._claim_limit`): long enough for a provider's batch
+of `BATCH_INPUTS` texts, short enough that a process that ends stores its batch in flight within `EXIT_WAIT`."""
 EXIT_WAIT = 5.0
 """Most seconds a process that ends waits for the batch in flight of each embedding under way (`finish_at_exit`)."""
 WAIT_POLL = 0.1
@@ -144,6 +154,8 @@ class Fill:
         """The process is ending (`close`): the embedding under way stores its batch in flight and stops."""
         self._held: dict[bytes, str] = {}
         """Fingerprint -> store key of the texts this process claimed in the store and has not released yet."""
+        self._pace: float | None = None
+        """Seconds per text of the claimed batches embedded so far (a running mean), None before the first."""
 
     def restart(self) -> None:
         """The model in use changed (`ToolVectors.switch_model`): no claim stands, the next search starts a fill for
@@ -245,7 +257,7 @@ class Fill:
             with vectors.lock:
                 if vectors.held_key is not None and key != vectors.held_key:
                     return  # the model in use changed: its own fill embeds for it
-            limit = batches.BATCH_INPUTS
+            limit = self._claim_limit()
             try:
                 mine = await self._claim_some(claiming, key, list(left), limit, seconds)
             except Exception as e:
@@ -256,8 +268,10 @@ class Fill:
             if mine:
                 todo = {fp: left.pop(fp) for fp in mine if fp in left}
                 self._held.update(dict.fromkeys(mine, key))
+                began = time.monotonic()
                 try:
                     await self.texts.embed_texts(todo, EmbedCounts())
+                    self._note_pace(time.monotonic() - began, len(todo))
                 finally:
                     with contextlib.suppress(Exception):
                         await stores.call(claiming.release_many, key, mine)
@@ -280,6 +294,21 @@ class Fill:
             unusable = {fp: left.pop(fp) for fp in arrived if fp in left}
             if unusable:  # another process stored a vector this embedder cannot use: replace it
                 await self.texts.embed_texts(unusable, EmbedCounts())
+
+    def _claim_limit(self) -> int:
+        """How many texts to claim next: `FIRST_CLAIM` before the embedder's pace is known, then what it embeds in
+        `BATCH_SECONDS` (between `MIN_CLAIM` and `batches.BATCH_INPUTS`). A provider answering a batch in well under
+        a second gets full batches at once; a CPU model on a busy machine gets small ones, so that a short-lived
+        process stores what it embedded before it ends, and a search learns the pace early (`worth_waiting`)."""
+        if self._pace is None:
+            return min(FIRST_CLAIM, batches.BATCH_INPUTS)
+        return max(MIN_CLAIM, min(batches.BATCH_INPUTS, int(BATCH_SECONDS / max(self._pace, 1e-6))))
+
+    def _note_pace(self, seconds: float, texts: int) -> None:
+        """A claimed batch of `texts` took `seconds`: fold it into the pace (half the old, half the new)."""
+        if texts:
+            pace = seconds / texts
+            self._pace = pace if self._pace is None else (self._pace + pace) / 2
 
     async def _claim_some(
         self, claiming: ClaimingStore, key: str, hashes: list[bytes], limit: int, seconds: float
