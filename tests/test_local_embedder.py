@@ -366,3 +366,25 @@ def test_a_tokenizer_of_another_kind_is_refused(tmp_path: Path) -> None:
     (tmp_path / 'tokenizer.json').write_text(json.dumps({'normalizer': None, 'model': {'type': 'BPE'}}))
     with pytest.raises(ValueError, match='only BERT tokenizers'):
         WordPiece(tmp_path / 'tokenizer.json')
+
+
+def test_a_config_file_names_the_folder_relative_to_itself(folder: Path, tmp_path: Path) -> None:
+    """`embedder = "local:PATH"` in a config file: a relative folder is read from the file's directory, and it is the
+    same identity as the folder named any other way; a missing one exits 2 naming the file's setting."""
+    where = tmp_path / 'project'
+    where.mkdir()
+    source = os.path.relpath(ROOT / 'tests' / 'cli_embedders.py', where)
+    relative = os.path.relpath(folder, where)
+    for name, embedder in (('good.toml', f'local:{relative}'), ('missing.toml', 'local:models/nowhere')):
+        (where / name).write_text(
+            f'[sources.tools]\nmodule = "{source}:tool_groups"\n'
+            '[[tool_sources]]\nsource_id = "tools"\npresentation = "proxy"\n'
+            f'[discovery]\nembedder = "{embedder}"\n'
+        )
+    env = {'TOOLPROXY_EMBEDDING_CACHE': 'off'}
+    proc = toolproxy('--config', str(where / 'good.toml'), 'inspect', '--json', env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)['hybrid']['embedder'] == f'local:{folder.resolve()}'
+    proc = toolproxy('--config', str(where / 'missing.toml'), 'inspect', env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and 'no model folder at' in proc.stderr and 'nowhere' in proc.stderr, proc.stderr
+    assert 'Traceback' not in proc.stderr
