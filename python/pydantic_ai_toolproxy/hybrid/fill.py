@@ -333,8 +333,11 @@ class Fill:
         the claims this process still holds in the store are released (a batch still in flight is given up: its
         texts are free for the next process at once, not after the claims expire)."""
         self._closing = True
+        if self._task_pid != os.getpid():  # a forked child's copy: the claims are its parent's
+            self._held = {}
+            return
         task = self._task
-        if task is not None and self._task_pid == os.getpid() and not task.done():
+        if task is not None and not task.done():
             with contextlib.suppress(Exception):
                 task.result(timeout=wait)
         held, self._held = self._held, {}
