@@ -346,8 +346,8 @@ class LocalEmbeddingModel(EmbeddingModel):
     for all-MiniLM-L6-v2), once per model object. `embed` returns float vectors of the model's width (384 for
     all-MiniLM-L6-v2), unit length when the folder lists `Normalize`. Texts longer than the folder's
     `max_seq_length` tokens are cut to it, as sentence-transformers does. Prompts that the folder's
-    `config_sentence_transformers.json` names `query` and `document` (or `passage`) are put before queries and
-    documents.
+    `config_sentence_transformers.json` names `query` and `document` (else `passage`, else `corpus`) are put before
+    queries and documents, as sentence-transformers' `encode_query` and `encode_document` do.
 
     Raises:
         FileNotFoundError: at construction, the folder does not exist or lacks a required file (named).
@@ -428,7 +428,7 @@ class LocalEmbeddingModel(EmbeddingModel):
         if input_type == 'query':
             prompt = net.prompts.get('query', '')
         else:
-            prompt = net.prompts.get('document', net.prompts.get('passage', ''))
+            prompt = next((net.prompts[n] for n in ('document', 'passage', 'corpus') if n in net.prompts), '')
         vectors = await asyncio.to_thread(self._encode, texts, prompt) if texts else []
         dimensions = merged.get('dimensions')
         if isinstance(dimensions, int) and not isinstance(dimensions, bool) and dimensions > 0:
