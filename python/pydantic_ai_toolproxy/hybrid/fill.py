@@ -302,7 +302,8 @@ class Fill:
         process stores what it embedded before it ends, and a search learns the pace early (`worth_waiting`)."""
         if self._pace is None:
             return min(FIRST_CLAIM, batches.BATCH_INPUTS)
-        return max(MIN_CLAIM, min(batches.BATCH_INPUTS, int(BATCH_SECONDS / max(self._pace, 1e-6))))
+        most = batches.BATCH_INPUTS
+        return max(min(MIN_CLAIM, most), min(most, int(BATCH_SECONDS / max(self._pace, 1e-6))))
 
     def _note_pace(self, seconds: float, texts: int) -> None:
         """A claimed batch of `texts` took `seconds`: fold it into the pace (half the old, half the new)."""
