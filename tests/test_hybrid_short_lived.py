@@ -16,7 +16,8 @@ from short_lived_worker import NAME, TOOLS, tool_texts
 
 import pydantic_ai_toolproxy
 from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
-from pydantic_ai_toolproxy.hybrid.fill import EXIT_WAIT, worth_waiting
+from pydantic_ai_toolproxy.hybrid.batches import BATCH_INPUTS
+from pydantic_ai_toolproxy.hybrid.fill import BATCH_SECONDS, EXIT_WAIT, FIRST_CLAIM, MIN_CLAIM, Fill, worth_waiting
 
 TESTS = Path(__file__).resolve().parent
 KEY = f'bag:{NAME}:native'
@@ -101,3 +102,19 @@ def test_a_search_waits_only_while_waiting_can_pay_off() -> None:
     assert not worth_waiting(started=10_000, left_now=9_936, waited=2.0, wait_left=3.0)  # a long backlog: no wait
     assert not worth_waiting(started=120, left_now=0, waited=1.0, wait_left=4.0)  # nothing left
     assert worth_waiting(started=10, left_now=12, waited=1.0, wait_left=4.0)  # more pending than at the start
+
+
+def test_claimed_batches_follow_the_embedders_pace() -> None:
+    """`FIRST_CLAIM` texts first; then what the embedder does in `BATCH_SECONDS`, between `MIN_CLAIM` and
+    `BATCH_INPUTS` (a provider: full batches; a slow CPU model: short ones, stored before a process ends)."""
+    fill = Fill.__new__(Fill)  # only the pace is used here
+    fill._pace = None
+    assert fill._claim_limit() == FIRST_CLAIM
+    fill._note_pace(1.6, 16)  # 0.1 s a text: 2 s is 20 texts
+    assert fill._claim_limit() == int(BATCH_SECONDS / 0.1)
+    fill._note_pace(0.3, 1)  # the mean of 0.1 and 0.3: 0.2 s a text
+    assert fill._claim_limit() == int(BATCH_SECONDS / 0.2)
+    fill._pace = 0.001
+    assert fill._claim_limit() == BATCH_INPUTS
+    fill._pace = 30.0
+    assert fill._claim_limit() == MIN_CLAIM
