@@ -382,9 +382,9 @@ def test_a_config_file_names_the_folder_relative_to_itself(folder: Path, tmp_pat
             f'[discovery]\nembedder = "{embedder}"\n'
         )
     env = {'TOOLPROXY_EMBEDDING_CACHE': 'off'}
-    proc = toolproxy('--config', str(where / 'good.toml'), 'inspect', '--json', env=env, cwd=tmp_path)
+    proc = toolproxy('--config', str(where / 'good.toml'), 'inspect', '--json', env=env)  # run from the root
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)['hybrid']['embedder'] == f'local:{folder.resolve()}'
-    proc = toolproxy('--config', str(where / 'missing.toml'), 'inspect', env=env, cwd=tmp_path)
+    proc = toolproxy('--config', str(where / 'missing.toml'), 'inspect', env=env)
     assert proc.returncode == 2 and 'no model folder at' in proc.stderr and 'nowhere' in proc.stderr, proc.stderr
     assert 'Traceback' not in proc.stderr
