@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import unicodedata
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -325,7 +326,12 @@ def test_the_cli_keeps_model_libraries_quiet_unless_told_otherwise(monkeypatch: 
         assert [str(w.message) for w in caught] == ['mine']
 
 
-TOKENIZER_ALPHABET = st.characters(min_codepoint=0, max_codepoint=0x30000, exclude_categories=('Cs',))  # text is str
+TOKENIZER_ALPHABET = st.characters(min_codepoint=0, max_codepoint=0x30000, exclude_categories=('Cs',)).filter(
+    lambda c: unicodedata.ucd_3_2_0.category(c) == unicodedata.category(c)
+)
+"""Any character but surrogates (a str holds none) whose general category is the same in Unicode 3.2 as in this
+Python's tables: a character assigned since is classified by each library's own Unicode version (`tokenizers`'
+tables are older than Python 3.11's: U+1CF00, a Unicode 14 mark, is dropped here and kept there)."""
 
 
 @pytest.fixture(scope='module')
@@ -348,6 +354,7 @@ def test_the_wordpiece_tokenizer_gives_the_ids_of_the_tokenizers_library(
         'get_forecast: Forecast for a city. weather-data: Weather data (v2) — °C/°F',
         'literal [CLS] and [SEP] and x[MASK]y in a text',
         'a' * 150,  # a word past max_input_chars_per_word
+        '0\U0002b820 0\U0002b920 0\U0002a700',  # CJK blocks as `tokenizers` lists them (found by hypothesis)
         'ΣΑΣ ΟΔΟΣ İstanbul ẞ ﬁle',  # case mappings done per character
         'tab\there\u00a0nbsp\u2028line\x0bvt\x1ffs\u200bzw\ufeffbom\x00nul\ufffdrepl\u2065unassigned',
     ]
