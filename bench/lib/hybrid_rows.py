@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from math import comb
 
 from bench.lib.corpus import Question, Tool
-from bench.lib.embedder import MODEL_DIR, MODEL_LABEL, load_model
+from bench.lib.embedder import MODEL_DIR, MODEL_LABEL, load_model, local_model
 from bench.lib.rankers import ToolProxySearchRanker
 
 CACHE = MODEL_DIR.parent / 'embeddings.sqlite3'
@@ -56,6 +56,8 @@ def available() -> str | None:
     """None when the offline model and sentence-transformers are installed, else why the rows are skipped."""
     if not (MODEL_DIR / 'model.safetensors').is_file():
         return f'no model in {MODEL_DIR} (bash scripts/bench-setup installs it)'
+    if local_model():
+        return None
     try:
         import pydantic_ai.embeddings.sentence_transformers  # noqa: F401
     except ImportError as error:

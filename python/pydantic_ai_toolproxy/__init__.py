@@ -5,7 +5,9 @@ Public API: `ToolProxyCapability`, `ToolProxyGroup`, `ToolProxyConfig`, and for 
 `pydantic_ai_toolproxy.harness.build`), and `SearchExplanation` / `TermMatch` from
 `ToolProxyCapability.explain`; for hybrid search, where tool vectors are kept: the `EmbeddingStore` interface,
 `SQLiteEmbeddingStore` (the embedded default), `MemoryEmbeddingStore` and `default_embedding_cache_path()` (the
-default file); and `search_strategy` (this package's ranking for Pydantic AI's own `ToolSearch`). `__version__` is
+default file), and `LocalEmbeddingModel` (a sentence-transformers model folder run with numpy, no torch: the
+embedder `local:PATH`, the `local` extra); and `search_strategy` (this package's ranking for Pydantic AI's own
+`ToolSearch`). `__version__` is
 the Rust extension's, from Cargo.toml (the one place it is written; maturin gives the wheel the same). The
 names are imported at first use (`import pydantic_ai_toolproxy` alone loads neither Pydantic AI nor the core).
 """
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
         SQLiteEmbeddingStore,
         default_embedding_cache_path,
     )
+    from .embeddings import LocalEmbeddingModel
     from .explain import SearchExplanation, TermMatch
     from .group import ToolProxyGroup
     from .plan import ToolProxyPlan, ToolProxySelection
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     'EmbeddingStore',
+    'LocalEmbeddingModel',
     'MemoryEmbeddingStore',
     'SQLiteEmbeddingStore',
     'SearchExplanation',
@@ -52,6 +56,7 @@ _HOMES = {
     'MemoryEmbeddingStore': '.embedding_store',
     'SQLiteEmbeddingStore': '.embedding_store',
     'default_embedding_cache_path': '.embedding_store',
+    'LocalEmbeddingModel': '.embeddings',
     'SearchExplanation': '.explain',
     'TermMatch': '.explain',
     'ToolProxyCapability': '.capability',

@@ -10,20 +10,40 @@ model without a name of its own (`named` False: `model_name` missing, blank or `
 vector crosses to the Rust core as little-endian float32 bytes (`vector_bytes`). Every embedder call is bounded
 (`bounded`): past its time it raises `EmbedderTimeout` and is left behind, cancelled, so a call that never returns
 cannot hold a search, a background embedding or the CLI.
+
+A model named by a local folder has one identity whatever the spelling of its path (`infer_model`, `model_identity`):
+`local:PATH` builds a `LocalEmbeddingModel` of the resolved folder, and a sentence-transformers model whose name is
+an existing folder is named by that folder resolved (`./models/x`, `models/x/`, `~/...` and the absolute path are
+one model, one cache key).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import os
 import sys
 from array import array
 from collections.abc import Awaitable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, infer_embedding_model, merge_embedding_settings
 
-__all__ = ('EmbedderTimeout', 'ResolvedEmbedder', 'bounded', 'gave_up', 'vector_bytes')
+__all__ = (
+    'LOCAL_PREFIX',
+    'EmbedderTimeout',
+    'ResolvedEmbedder',
+    'bounded',
+    'gave_up',
+    'infer_model',
+    'model_identity',
+    'vector_bytes',
+)
+
+LOCAL_PREFIX = 'local:'
+"""The embedder name prefix of a model folder run by `LocalEmbeddingModel` (`local:PATH`)."""
+_ST_SYSTEM = 'sentence-transformers'
 
 T = TypeVar('T')
 
@@ -97,6 +117,50 @@ def vector_bytes(vector: Sequence[float]) -> bytes:
     return packed.tobytes()
 
 
+def _local_folder(name: str, base_dir: Path | None) -> str | None:
+    """`name` as an absolute resolved path when it names an existing folder (relative to `base_dir`, else the
+    working directory), else None."""
+    path = Path(os.path.expanduser(name))
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    try:
+        return str(path.resolve()) if name.strip() and path.is_dir() else None
+    except OSError:
+        return None
+
+
+def infer_model(name: str, base_dir: Path | None = None) -> EmbeddingModel:
+    """The `EmbeddingModel` an embedder name names: `local:PATH` is a `LocalEmbeddingModel` of that folder (a
+    relative `PATH` against `base_dir`, else the working directory); `sentence-transformers:PATH` of an existing
+    folder is Pydantic AI's model of that folder, resolved; anything else is what `infer_embedding_model` makes of it.
+
+    Raises:
+        FileNotFoundError: `local:PATH` names no model folder (the message names the path).
+        Exception: whatever Pydantic AI raises resolving another name (unknown provider, missing package or key).
+    """
+    if name.startswith(LOCAL_PREFIX):
+        from .embeddings.local import LocalEmbeddingModel
+
+        path = Path(os.path.expanduser(name[len(LOCAL_PREFIX) :]))
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        return LocalEmbeddingModel(path)
+    if name.startswith(f'{_ST_SYSTEM}:'):
+        folder = _local_folder(name[len(_ST_SYSTEM) + 1 :], base_dir)
+        if folder is not None:
+            name = f'{_ST_SYSTEM}:{folder}'
+    return infer_embedding_model(name)
+
+
+def model_identity(model: EmbeddingModel) -> str:
+    """`system:model_name` of `model`, with a sentence-transformers model named by an existing folder named by that
+    folder resolved (so `SentenceTransformerEmbeddingModel('models/x')` and `('/abs/models/x/')` are one model)."""
+    name = model.model_name
+    if model.system == _ST_SYSTEM and isinstance(name, str):
+        name = _local_folder(name, None) or name
+    return f'{model.system}:{name}'
+
+
 class ResolvedEmbedder:
     """One configured embedder, resolved when first used (a model name builds its provider then, so a missing
     API key shows as a logged fallback at the first search, not as an error at configuration).
@@ -120,7 +184,7 @@ class ResolvedEmbedder:
         """
         if self._embedder is None:
             value = self._value
-            model = value if isinstance(value, EmbeddingModel) else infer_embedding_model(str(value))
+            model = value if isinstance(value, EmbeddingModel) else infer_model(str(value))
             self._embedder = Embedder(model)
         return self._embedder
 
@@ -136,7 +200,7 @@ class ResolvedEmbedder:
         model = embedder.model
         if isinstance(model, EmbeddingModel):
             return model
-        return infer_embedding_model(model)
+        return infer_model(model)
 
     @property
     def named(self) -> bool:
@@ -177,7 +241,7 @@ class ResolvedEmbedder:
         known = self._keys.get(id(model))
         if known is None or known[0] is not model:
             dimensions = self._dimensions_setting()
-            identity = f'{model.system}:{model.model_name}'
+            identity = model_identity(model)
             if dimensions is not None:
                 identity = f'{identity}:dimensions={dimensions}'
             key = f'{identity}:{"native" if dimensions is None else dimensions}'

@@ -60,7 +60,9 @@ class ToolProxyConfig:
         embedder: Opt-in hybrid search: a `pydantic_ai.embeddings.Embedder`, any `EmbeddingModel`, or a model
             name Pydantic AI resolves (`'openai:text-embedding-3-small'`, `'sentence-transformers:all-MiniLM-L6-v2'`;
             resolved by `Embedder(name)` when first used, so a missing API key surfaces as a logged fallback, not
-            here). None (the default): keyword search only, rankings unchanged.
+            here), or `'local:PATH'`, a sentence-transformers model folder run with numpy (`LocalEmbeddingModel`,
+            the `local` extra; the folder is checked here: a missing one raises ValueError). None (the default):
+            keyword search only, rankings unchanged.
         semantic_weight: Share of the semantic signal in the fused score, 0..1 (default 0.35, chosen on
             half of the queries of `bash scripts/bench-quality`): `fused = (1 - w) *
             keyword share + w * semantic share`. 0 ranks exactly as keyword search.
@@ -68,10 +70,13 @@ class ToolProxyConfig:
             file `default_embedding_cache_path()` names when first opened), a `postgresql://` URL (a fleet's shared
             `PostgresEmbeddingStore`, the `postgres` extra), a SQLite file path (`~` expanded), any
             `EmbeddingStore`, or None for memory only. Opened only with an embedder, at the first search.
-        embedding_wait: Seconds a search waits for tool vectors still being computed, 0-600 (default 5.0): only the
-            first search of a run, or the first of a run after its tool set gained texts without a vector, waits;
-            later searches of that run rank what has no vector yet by keywords alone at once. Embedding goes on in
-            the background (on the process's embedding thread) past the wait and past the run.
+        embedding_wait: Most seconds a search waits for tool vectors still being computed, 0-600 (default 5.0):
+            only the first search of a run, or the first of a run after its tool set gained texts without a vector,
+            waits, and only while waiting can pay off (until the first vectors arrive, then while the missing ones
+            can all arrive within the wait at the pace measured); later searches of that run rank what has no
+            vector yet by keywords alone at once. Embedding goes on in the background (on the process's embedding
+            thread) past the wait and past the run; a process that exits stores its batch in flight (at most 5 s)
+            and releases its claims.
         query_timeout: Seconds a search waits for `embed_query`, more than 0 and at most 600 (default 5.0). Past
             it, or on an embedder error, that search is a keyword search (one logged warning, nothing for the model).
         embedding_timeout: Seconds each embedder call for tool texts may take (`embed_documents` of one batch,
@@ -161,6 +166,13 @@ def _check_embedder(value: object) -> None:
                 "ToolProxyConfig.embedder must name a model as 'provider:model' (e.g. "
                 f"'openai:text-embedding-3-small'), got {value!r}"
             )
+        if provider == 'local':  # a model folder: checked now, so a wrong path is never a silent keyword fallback
+            from .embeddings.local import model_folder
+
+            try:
+                model_folder(os.path.expanduser(model))
+            except FileNotFoundError as e:
+                raise ValueError(f'ToolProxyConfig.embedder: {e}') from None
         return
     raise ValueError(
         'ToolProxyConfig.embedder must be a pydantic_ai Embedder, an EmbeddingModel, a model name or None, '

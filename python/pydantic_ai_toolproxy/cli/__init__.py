@@ -99,6 +99,9 @@ async def _run_and_leave(ns: argparse.Namespace) -> int:
 
     status = await _run(ns)
     if gave_up():
+        from ..hybrid.fill import finish_at_exit
+
+        finish_at_exit(0.0)  # os._exit skips the exit hooks: release the embedding claims still held now
         try:
             sys.stdout.flush()
         except BrokenPipeError:

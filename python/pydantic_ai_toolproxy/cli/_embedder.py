@@ -2,18 +2,24 @@
 
 - A model name is what Pydantic AI resolves: `provider:model`, e.g. `openai:text-embedding-3-small`,
   `sentence-transformers:all-MiniLM-L6-v2`, `gateway/openai:text-embedding-3-small` (one word, or a
-  `gateway/...` name, before the first colon).
+  `gateway/...` name, before the first colon); or `local:PATH`, a sentence-transformers model folder run with numpy
+  (`LocalEmbeddingModel`). A relative folder (`local:`, or a `sentence-transformers:` name that is a folder) is
+  resolved against the same directory as a module path, and a `local:` folder that does not exist is an error.
 - A `module:attribute` names an `EmbeddingModel` or `Embedder` object (or a zero-argument function returning one)
   the way `-s` names a source: `path/to/file.py:attribute` or `dotted.module:attribute`. A module of a single word
   would read as a provider, so write it as a file (`./embedders.py:model`).
 
 The name is resolved here, before any probe runs, so an unknown provider or a missing package or API key is one
-error line (exit status 2), not a warning in the middle of a search.
+error line (exit status 2), not a warning in the middle of a search. Before anything is loaded, the local model
+libraries are told to be quiet (`quiet_model_libraries`): no progress bar and no advisory warning of theirs reaches
+the command's output.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +28,24 @@ from ..stores.memory import MemoryEmbeddingStore
 from ..stores.opening import is_postgres_url
 from ._sources import SourceError, load_target
 
-__all__ = ('EmbedderSpec', 'cache_setting', 'is_module_target', 'resolve_embedder')
+__all__ = (
+    'QUIET_ENVIRONMENT',
+    'EmbedderSpec',
+    'cache_setting',
+    'is_module_target',
+    'quiet_model_libraries',
+    'resolve_embedder',
+)
+
+QUIET_ENVIRONMENT = {
+    'HF_HUB_DISABLE_PROGRESS_BARS': '1',  # huggingface_hub's and transformers' bars ("Loading weights: 100%")
+    'TRANSFORMERS_VERBOSITY': 'error',  # transformers' own log lines below errors
+    'TRANSFORMERS_NO_ADVISORY_WARNINGS': '1',
+    'TOKENIZERS_PARALLELISM': 'false',  # tokenizers' warning when a process forks after it used its threads
+}
+"""What `quiet_model_libraries` sets where the environment does not say otherwise (read when those libraries
+are imported)."""
+_QUIET_MODULES = r'(transformers|sentence_transformers|huggingface_hub|tokenizers|torch)(\..*)?'
 
 
 @dataclass(frozen=True)
@@ -64,6 +87,17 @@ def is_module_target(value: str) -> bool:
     return len(parts) > 1 and all(p.isidentifier() for p in parts)
 
 
+def quiet_model_libraries() -> None:
+    """Keep the progress bars and advisory warnings of local model libraries (sentence-transformers, transformers,
+    huggingface_hub, tokenizers, torch) off the command's output: `QUIET_ENVIRONMENT` where the environment does not
+    set those variables, and, when stderr is not a terminal, their Python warnings ignored (on a terminal each shows
+    once, as Python shows any warning). Call before they are imported. Errors still show."""
+    for name, value in QUIET_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+    if not sys.stderr.isatty():
+        warnings.filterwarnings('ignore', module=_QUIET_MODULES)
+
+
 async def resolve_embedder(spec: EmbedderSpec) -> Any:
     """The embedder `spec` names: the loaded `EmbeddingModel` / `Embedder`, or the model a name resolves to.
 
@@ -71,13 +105,21 @@ async def resolve_embedder(spec: EmbedderSpec) -> Any:
         SourceError: an empty value, a module that cannot be loaded or holds something else, or a model name
             Pydantic AI cannot resolve (unknown provider, missing package, missing API key), each named.
     """
-    from pydantic_ai.embeddings import Embedder, EmbeddingModel, infer_embedding_model
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
+    from .._embedder import LOCAL_PREFIX, infer_model
+
+    quiet_model_libraries()
     value, label = spec.text, spec.label
     if not value.strip():
         raise SourceError(
             f'{label}: the embedder is empty; name a model (openai:text-embedding-3-small) or module:attr'
         )
+    if value.startswith(LOCAL_PREFIX):
+        try:
+            return infer_model(value, spec.base_dir)
+        except FileNotFoundError as exc:
+            raise SourceError(f'{label}: {exc}') from None
     if is_module_target(value):
         obj = await load_target(value, spec.base_dir, label)
         if not isinstance(obj, (Embedder, EmbeddingModel)):
@@ -92,7 +134,7 @@ async def resolve_embedder(spec: EmbedderSpec) -> Any:
             'path/to/file.py:attribute'
         )
     try:
-        return infer_embedding_model(value)
+        return infer_model(value, spec.base_dir)
     except Exception as exc:
         hint = ''
         module = value.split(':', 1)[0]

@@ -3,20 +3,30 @@ from the store, then the embedder; once for every process sharing a store that t
 search waits for them (`Fill.wait_for_tools`).
 
 The first search of a run (and the first of a run after its tool set gained texts without a vector) waits for
-missing vectors up to `ToolProxyConfig.embedding_wait` seconds; every search ranks what has no vector yet by
-keywords alone. An embedder error, or an embedder call past `ToolProxyConfig.embedding_timeout`, makes the missing
-tools wait for a retry (`RETRY_SECONDS` later).
+missing vectors up to `ToolProxyConfig.embedding_wait` seconds, and only while waiting can pay off (`worth_waiting`:
+until the first texts arrive, then while the rest can arrive within the wait at the pace measured); every search
+ranks what has no vector yet by keywords alone. An embedder error, or an embedder call past
+`ToolProxyConfig.embedding_timeout`, makes the missing tools wait for a retry (`RETRY_SECONDS` later).
+
+A process that ends (the interpreter exits) lets each embedding under way finish the batch in flight, at most
+`EXIT_WAIT` seconds, so its vectors are stored, starts no other, and releases the claims it still holds
+(`finish_at_exit`): the next process sharing the store embeds the rest at once, instead of waiting for claims of a
+process that is gone to expire.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import concurrent.futures
+import concurrent.futures.thread  # imported before `_register_exit`, so `finish_at_exit` runs before its exit hook
 import contextlib
 import itertools
 import os
 import random
+import threading
 import time
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, cast
 
@@ -31,13 +41,20 @@ if TYPE_CHECKING:
     from .protocol import VectorHolder
 
 __all__ = (
+    'BATCH_SECONDS',
     'CLAIM_POLL',
     'CLAIM_POLL_MAX',
     'CLAIM_SLACK',
     'CLAIM_WINDOW',
+    'EXIT_WAIT',
+    'FIRST_CLAIM',
     'MAX_RUNS_REMEMBERED',
+    'MIN_CLAIM',
     'RETRY_SECONDS',
+    'WAIT_POLL',
     'Fill',
+    'finish_at_exit',
+    'worth_waiting',
 )
 
 RETRY_SECONDS = 10.0
@@ -55,6 +72,66 @@ CLAIM_SLACK = 10.0
 """Seconds a claim lasts beyond two `embedding_timeout`s (one batch's call, and its store write)."""
 MAX_RUNS_REMEMBERED = 4096
 """Runs whose first search already waited (`Fill.wait_for_tools`), remembered per surface (oldest dropped)."""
+FIRST_CLAIM = 16
+"""Texts the first claimed batch of a process holds (`Fill._claim_limit`): its answer tells the embedder's pace."""
+MIN_CLAIM = 4
+"""Fewest texts a claimed batch holds."""
+BATCH_SECONDS = 2.0
+"""What a claimed batch should take at the pace measured (`Fill._claim_limit`): long enough for a provider's batch
+of `BATCH_INPUTS` texts, short enough that a process that ends stores its batch in flight within `EXIT_WAIT`."""
+EXIT_WAIT = 5.0
+"""Most seconds a process that ends waits for the batch in flight of each embedding under way (`finish_at_exit`)."""
+WAIT_POLL = 0.1
+"""Seconds between two looks at the progress of the embedding a search waits for (`worth_waiting`)."""
+
+_FILLS: weakref.WeakSet[Fill] = weakref.WeakSet()
+"""The fills that started an embedding in this process (`finish_at_exit` visits them)."""
+_EXIT_HOOK: list[int] = []
+"""The pid whose interpreter exit runs `finish_at_exit` (registered once per process, again in a forked child)."""
+_EXIT_LOCK = threading.Lock()
+
+
+def worth_waiting(started: int, left_now: int, waited: float, wait_left: float) -> bool:
+    """Whether a search that waits for tool vectors should go on waiting: `started` texts were pending when it began,
+    `left_now` are pending now, after `waited` seconds, with `wait_left` seconds of its wait left.
+
+    Until the first texts arrive the pace is unknown: wait (a model loading, the first batch). Then wait only when
+    the pending texts can all arrive within what is left of the wait at the pace measured since the search began
+    (`left_now` x `waited` / arrived <= `wait_left`): a backlog far from done (a large tool set, a slow local model)
+    costs the search no wait it cannot turn into a complete ranking; the embedding goes on in the background.
+    """
+    arrived = started - left_now
+    if left_now <= 0:
+        return False
+    if arrived <= 0:
+        return True
+    return left_now * waited / arrived <= wait_left
+
+
+def _register_exit() -> None:
+    """Make this process run `finish_at_exit` when its interpreter exits: with the threading module's exit hooks
+    (run before the thread pools' own, which stop accepting work, so a batch in flight can still be stored from a
+    worker thread), else `atexit`."""
+    with _EXIT_LOCK:
+        if _EXIT_HOOK and _EXIT_HOOK[0] == os.getpid():
+            return
+        _EXIT_HOOK[:] = [os.getpid()]
+        register = getattr(threading, '_register_atexit', None)
+        try:
+            if register is None:
+                raise RuntimeError('no threading exit hooks')
+            register(finish_at_exit)
+        except RuntimeError:  # the interpreter is already shutting down, or no such hook: atexit, run later
+            atexit.register(finish_at_exit)
+
+
+def finish_at_exit(wait: float = EXIT_WAIT) -> None:
+    """Let every embedding under way in this process store its batch in flight and stop (`Fill.close`), each
+    waited for at most `wait` seconds, then release the claims still held. Run once when the interpreter exits
+    (`_register_exit`); harmless when called again."""
+    deadline = time.monotonic() + wait
+    for fill in list(_FILLS):
+        fill.close(max(0.0, deadline - time.monotonic()))
 
 
 class Fill:
@@ -73,6 +150,12 @@ class Fill:
         self._runs: OrderedDict[str, int] = OrderedDict()
         """Run id -> `ToolVectors.tools_changed` when that run's first search waited (`wait_for_tools`)."""
         self._retry_at = 0.0
+        self._closing = False
+        """The process is ending (`close`): the embedding under way stores its batch in flight and stops."""
+        self._held: dict[bytes, str] = {}
+        """Fingerprint -> store key of the texts this process claimed in the store and has not released yet."""
+        self._pace: float | None = None
+        """Seconds per text of the claimed batches embedded so far (a running mean), None before the first."""
 
     def restart(self) -> None:
         """The model in use changed (`ToolVectors.switch_model`): no claim stands, the next search starts a fill for
@@ -115,7 +198,7 @@ class Fill:
         generation = vectors.generation
         key = vectors.current_key()
         try:
-            while True:
+            while not self._closing:
                 with vectors.lock:
                     held = vectors.held_key
                     if key is not None and held is not None and key != held:
@@ -170,11 +253,11 @@ class Fill:
             await self.texts.embed_texts(unusable, EmbedCounts())
         pause = CLAIM_POLL
         stalled_since = time.monotonic()
-        while left:
+        while left and not self._closing:
             with vectors.lock:
                 if vectors.held_key is not None and key != vectors.held_key:
                     return  # the model in use changed: its own fill embeds for it
-            limit = batches.BATCH_INPUTS
+            limit = self._claim_limit()
             try:
                 mine = await self._claim_some(claiming, key, list(left), limit, seconds)
             except Exception as e:
@@ -184,11 +267,16 @@ class Fill:
                 mine = list(itertools.islice(left, limit))
             if mine:
                 todo = {fp: left.pop(fp) for fp in mine if fp in left}
+                self._held.update(dict.fromkeys(mine, key))
+                began = time.monotonic()
                 try:
                     await self.texts.embed_texts(todo, EmbedCounts())
+                    self._note_pace(time.monotonic() - began, len(todo))
                 finally:
                     with contextlib.suppress(Exception):
                         await stores.call(claiming.release_many, key, mine)
+                    for fingerprint in mine:
+                        self._held.pop(fingerprint, None)
                 pause, stalled_since = CLAIM_POLL, time.monotonic()
                 continue
             await asyncio.sleep(pause)
@@ -207,6 +295,22 @@ class Fill:
             if unusable:  # another process stored a vector this embedder cannot use: replace it
                 await self.texts.embed_texts(unusable, EmbedCounts())
 
+    def _claim_limit(self) -> int:
+        """How many texts to claim next: `FIRST_CLAIM` before the embedder's pace is known, then what it embeds in
+        `BATCH_SECONDS` (between `MIN_CLAIM` and `batches.BATCH_INPUTS`). A provider answering a batch in well under
+        a second gets full batches at once; a CPU model on a busy machine gets small ones, so that a short-lived
+        process stores what it embedded before it ends, and a search learns the pace early (`worth_waiting`)."""
+        if self._pace is None:
+            return min(FIRST_CLAIM, batches.BATCH_INPUTS)
+        most = batches.BATCH_INPUTS
+        return max(min(MIN_CLAIM, most), min(most, int(BATCH_SECONDS / max(self._pace, 1e-6))))
+
+    def _note_pace(self, seconds: float, texts: int) -> None:
+        """A claimed batch of `texts` took `seconds`: fold it into the pace (half the old, half the new)."""
+        if texts:
+            pace = seconds / texts
+            self._pace = pace if self._pace is None else (self._pace + pace) / 2
+
     async def _claim_some(
         self, claiming: ClaimingStore, key: str, hashes: list[bytes], limit: int, seconds: float
     ) -> list[bytes]:
@@ -224,15 +328,41 @@ class Fill:
                 return mine
         return []
 
+    def close(self, wait: float) -> None:
+        """The process is ending: the embedding under way (if any) finishes its batch in flight, stores it and
+        starts no other; it is waited for up to `wait` seconds (from any thread but the embedding loop's). Then
+        the claims this process still holds in the store are released (a batch still in flight is given up: its
+        texts are free for the next process at once, not after the claims expire)."""
+        self._closing = True
+        if self._task_pid != os.getpid():  # a forked child's copy: the claims are its parent's
+            self._held = {}
+            return
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                task.result(timeout=wait)
+        held, self._held = self._held, {}
+        store = self.vectors.stores.store()
+        if not held or store is None or not supports_claims(store):
+            return
+        by_key: dict[str, list[bytes]] = {}
+        for fingerprint, key in held.items():
+            by_key.setdefault(key, []).append(fingerprint)
+        for key, hashes in by_key.items():
+            with contextlib.suppress(Exception):  # a store that fails here: its claims expire by themselves
+                cast('ClaimingStore', store).release_many(key, hashes)
+
     async def wait_for_tools(self, wait: float, run_id: str | None = None) -> None:
         """Start (or join) embedding the pending texts on the process's embedding loop (`embedding_loop`) and wait
         for it up to `wait` seconds; it goes on past that, and past the end of this run and its event loop.
 
         Only a run's first search waits (and its first after the run's tools gained texts without a vector): a
         later search of run `run_id` starts or joins the embedding without waiting, and ranks what has a vector.
-        Without a `run_id` every call waits. The embedding runs in a copy of this call's context (an
-        `Embedder.override` active here is the model that embeds); one embedding at a time per surface, joined by
-        every search of every thread and loop, so each text is embedded once."""
+        Without a `run_id` every call waits. It waits only while waiting can pay off (`worth_waiting`): until the
+        first texts arrive, then while the pending ones can all arrive within the wait at the pace measured. The
+        embedding runs in a copy of this call's context (an `Embedder.override` active here is the model that
+        embeds); one embedding at a time per surface, joined by every search of every thread and loop, so each text
+        is embedded once."""
         vectors = self.vectors
         if run_id is not None:
             with vectors.lock:
@@ -255,10 +385,32 @@ class Fill:
                     return
                 # The callback scheduling the task copies this thread's context: the fill sees this search's
                 # context (an Embedder.override, for one).
+                if self._closing:
+                    return
                 task = self._task = asyncio.run_coroutine_threadsafe(self.fill(), embedding_loop())
                 self._task_pid = os.getpid()
-        left = deadline - time.monotonic()
-        if left <= 0 or task.done():
+                _FILLS.add(self)
+                _register_exit()
+        await self._wait(task, deadline)
+
+    async def _wait(self, task: concurrent.futures.Future[None], deadline: float) -> None:
+        """Wait for `task` until `deadline` (monotonic), while `worth_waiting` says waiting can pay off."""
+        if deadline <= time.monotonic() or task.done():
             return
-        with contextlib.suppress(Exception):  # past the wait the fill goes on; it logs its own errors
-            await asyncio.wait_for(joined(task), left)
+        vectors = self.vectors
+        began, started = time.monotonic(), vectors.pending
+        waiter = asyncio.ensure_future(joined(task))
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= deadline or not worth_waiting(started, vectors.pending, now - began, deadline - now):
+                    return
+                done, _ = await asyncio.wait({waiter}, timeout=min(WAIT_POLL, deadline - now))
+                if done:
+                    return
+        finally:  # past the wait the fill goes on; it logs its own errors
+            if waiter.done():
+                with contextlib.suppress(BaseException):
+                    waiter.result()
+            else:
+                waiter.cancel()
