@@ -172,10 +172,10 @@ class LoopServer:
                         'from_mcp_config(start_timeout=...) or the entry\'s "startup_timeout_sec"'
                     ) from exc
         except BaseException as exc:
-            self._failed(exc)  # the runs waiting hear of it now, not after the process is torn down
-            if entered and _loop_running():
+            if entered and _loop_running():  # torn down first: a loop's end must not cancel a teardown under way
                 with anyio.CancelScope(shield=True):
                     await _exit_quietly(toolset)
+            self._failed(exc)
             if not isinstance(exc, Exception):
                 raise
             return
