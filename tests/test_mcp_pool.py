@@ -8,6 +8,8 @@ with `--pid-file`), counted by PID.
 - starts wait for a slot and each start's deadline counts from its slot; an entry's `startup_timeout_sec` sets it,
   and a timeout is reported as one, with the seconds and the setting;
 - a server that did not start costs only the run that found it; a lazy server whose start failed keeps its group.
+
+`pids` (the fixture) and `write` are test_mcp_lifetime's.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from support import CALL, SEARCH, Script, last_return, page_of, toolproxy
-from test_mcp_lifetime import alive, group_enum, started
+from test_mcp_lifetime import alive, group_enum, started, write
+from test_mcp_lifetime import pids as pids  # the fixture, shared
 
 from pydantic_ai_toolproxy import ToolProxyCapability, _mcp_pool
 
@@ -37,20 +40,6 @@ HOSTILE = str(ROOT / 'tests' / 'hostile_mcp_server.py')
 
 def server(pids: Path, *extra: str, **keys: Any) -> dict[str, Any]:
     return {'command': sys.executable, 'args': [HOSTILE, '--pid-file', str(pids), *extra], **keys}
-
-
-def write(tmp_path: Path, servers: dict[str, Any]) -> Path:
-    path = tmp_path / 'mcp.json'
-    path.write_text(json.dumps({'mcpServers': servers}), encoding='utf-8')
-    return path
-
-
-@pytest.fixture
-def pids(tmp_path: Path) -> Any:
-    path = tmp_path / 'pids'
-    yield path
-    for pid in alive(path, wait=0):  # never leave one behind, whatever the test found
-        os.kill(pid, 9)
 
 
 def call(group: str) -> Script:
