@@ -139,6 +139,8 @@ class LoopServer:
         """Start the keeper task (in a context of its own: the server outlives the run that started it, so it must
         not hold that run's context variables). A `background` start (the pool's retry) takes no start slot."""
         self.cancel_retry()
+        if self.toolset is None:  # a keeper that ended let go of its toolset (and what its client still held)
+            self.toolset = self.pool.make_toolset()
         self.state = 'starting'
         self.background = background
         self._ready = self.loop.create_future()
@@ -175,6 +177,7 @@ class LoopServer:
             if entered and _loop_running():  # torn down first: a loop's end must not cancel a teardown under way
                 with anyio.CancelScope(shield=True):
                     await _exit_quietly(toolset)
+            self.toolset = None  # the pool outlives the runs: keep nothing of theirs (a client's last error, say)
             self._failed(exc)
             if not isinstance(exc, Exception):
                 raise
@@ -194,6 +197,7 @@ class LoopServer:
             if _loop_running():  # else its loop was closed under it (not by asyncio.run): nothing can await here,
                 with anyio.CancelScope(shield=True):  # and the server sees its stdin close when this process ends
                     await _exit_quietly(toolset)
+            self.toolset = None
 
     def _failed(self, exc: BaseException) -> None:
         _LIVE.discard(self)
@@ -209,7 +213,7 @@ class LoopServer:
             self._ready.set_exception(exc)
             self._ready.exception()  # retrieved: a start nobody waits for does not log "never retrieved"
         if not self.loop.is_closed():
-            self._retry = self.loop.call_later(self.pool.backoff(), self._retry_now)
+            self._retry = self.loop.call_later(self.pool.backoff(), self._retry_now, context=contextvars.Context())
 
     def cancel_retry(self) -> None:
         """Cancel a scheduled background retry (a run starts it now, or it is stopped)."""
@@ -240,7 +244,7 @@ class LoopServer:
         if idle is not None and not self.loop.is_closed():
             if self._idle is not None:
                 self._idle.cancel()
-            self._idle = self.loop.call_later(idle, self._idle_stop)
+            self._idle = self.loop.call_later(idle, self._idle_stop, context=contextvars.Context())  # not the run's
 
     def _idle_stop(self) -> None:
         self._idle = None
