@@ -281,7 +281,10 @@ async def test_a_server_that_died_between_runs_is_started_again(tmp_path: Path, 
     await agent.run('x', model=call('a').model)
     [pid] = running(pids)
     os.kill(pid, signal.SIGKILL)
-    assert alive(pids) == []
+    for _ in range(100):  # reaped by the event loop's child watcher (on 3.13 only while the loop runs)
+        if not running(pids):
+            break
+        await asyncio.sleep(0.05)
     for _ in range(2):
         result = await agent.run('x', model=call('a').model)
         assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
