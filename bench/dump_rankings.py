@@ -11,7 +11,7 @@ For every query of both benchmark corpora (BFCL, ``bench/lib/corpus.py``, and th
 ``bench/lib/agent_corpus.py``) the first 10 results of ``_core.SearchIndex.search`` over all groups, with each
 result's score from ``SearchIndex.explain`` printed as ``repr`` of the float (an f32 widened to a Python
 float, so exact) and whether it was an exact-name match. The records and group descriptions are fed as
-``bench/lib/rankers.py``'s ``ToolProxyRanker`` feeds them (the records ``_directory`` builds), written out here. Then a few extra
+``bench/lib/rankers.py``'s ``ToolProxyRanker`` feeds them (the records ``grouping.directory`` builds), written out here. Then a few extra
 queries over each corpus (exact names, canonical names, identifiers, browse, group filters, pages) and over a
 small multilingual corpus written here (CJK, Khmer, Myanmar, Devanagari, Thai, Arabic, accented Latin).
 

@@ -36,9 +36,9 @@ from bench.lib.loopback_llm import LoopbackServer
 from bench.lib.replicas import corpus
 from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import ToolProxyCapability
-from pydantic_ai_toolproxy._members import GroupMemberToolset
 from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
 from pydantic_ai_toolproxy.capability import ProxyGuidance
+from pydantic_ai_toolproxy.grouping.members import GroupMemberToolset
 
 OWN_WORK = (
     (GroupMemberToolset, 'members_of', False),

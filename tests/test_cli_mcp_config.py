@@ -47,7 +47,7 @@ def test_inspect_and_search_an_mcp_servers_file(tmp_path: Path) -> None:
 
 
 def test_inspect_shows_which_server_became_which_group(tmp_path: Path) -> None:
-    from pydantic_ai_toolproxy._names import group_id
+    from pydantic_ai_toolproxy.grouping.names import group_id
 
     long = 'awslabs.aws-documentation-mcp-server'
     path = tmp_path / 'mcp.json'

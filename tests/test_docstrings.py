@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import pydantic_ai_toolproxy
-from pydantic_ai_toolproxy import _names
+from pydantic_ai_toolproxy.grouping import names as _names
 
 BLOCK = re.compile(r'```python\n(.*?)```', re.S)
 

@@ -279,7 +279,7 @@ async def test_a_listing_key_tells_every_compared_field_apart() -> None:
     from pydantic_ai.models.test import TestModel
     from pydantic_ai.toolsets.function import FunctionToolsetTool
 
-    from pydantic_ai_toolproxy._member_listing import ListingKey as _ListingKey
+    from pydantic_ai_toolproxy.grouping.member_listing import ListingKey as _ListingKey
 
     def alpha(x: int) -> str:
         """Alpha."""
@@ -327,7 +327,7 @@ async def test_members_follow_fields_that_equality_ignores_and_tools_whose_key_c
     from pydantic_ai.toolsets.abstract import ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
 
-    from pydantic_ai_toolproxy import _member_listing
+    from pydantic_ai_toolproxy.grouping import member_listing as _member_listing
 
     any_args = SchemaValidator(core_schema.any_schema())
 

@@ -20,7 +20,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from support import SEARCH, Script, page_of, returns
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
-from pydantic_ai_toolproxy._directory import index_record
+from pydantic_ai_toolproxy.grouping.directory import index_record
 
 SYNONYMS = {'umbrella': 'weather', 'rain': 'weather', 'forecast': 'weather'}
 """The docs' example model's synonyms (docs/hybrid-search.md)."""

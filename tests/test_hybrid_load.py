@@ -27,8 +27,8 @@ from pydantic_ai.toolsets import FunctionToolset
 from support import SEARCH, Script, page_of, returns
 
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
-from pydantic_ai_toolproxy._directory import index_record
 from pydantic_ai_toolproxy._embedding_text import embedding_text, group_text, text_hash
+from pydantic_ai_toolproxy.grouping.directory import index_record
 from pydantic_ai_toolproxy.hybrid.store_io import usable_vectors
 from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 

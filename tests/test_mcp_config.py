@@ -23,7 +23,7 @@ from support import CALL, SEARCH, Script, last_return, page_of, returns
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, _core
 from pydantic_ai_toolproxy._mcp_config import default_description, group_id
-from pydantic_ai_toolproxy._names import group_ids
+from pydantic_ai_toolproxy.grouping.names import group_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTES = str(ROOT / 'examples' / 'mcp_server.py')
@@ -319,7 +319,7 @@ def test_group_ids_are_valid_distinct_and_independent_of_order(names: list[str])
 
 
 def test_group_id_is_the_same_in_another_process() -> None:
-    code = 'from pydantic_ai_toolproxy._names import group_id; print(group_id("awslabs.aws-documentation-mcp-server"))'
+    code = 'from pydantic_ai_toolproxy.grouping.names import group_id; print(group_id("awslabs.aws-documentation-mcp-server"))'
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == group_id('awslabs.aws-documentation-mcp-server')
 

@@ -37,7 +37,7 @@ from pydantic_core import SchemaValidator, core_schema
 from support import CALL, SEARCH
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
-from pydantic_ai_toolproxy._directory import Directory
+from pydantic_ai_toolproxy.grouping.directory import Directory
 
 RUNS = int(os.environ.get('TOOLPROXY_LOAD_RUNS', '200'))
 SOAK_STEPS = int(os.environ.get('TOOLPROXY_SOAK_STEPS', '600'))

@@ -34,7 +34,7 @@ from pydantic_ai.usage import UsageLimits
 from support import SEARCH, returns_by_id
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
-from pydantic_ai_toolproxy._names import canonical_name, local_name
+from pydantic_ai_toolproxy.grouping.names import canonical_name, local_name
 
 TOOL_NAME = re.compile(r'[A-Za-z0-9_-]{1,64}')
 SURROGATES = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)

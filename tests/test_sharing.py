@@ -77,7 +77,7 @@ async def test_a_finished_run_leaves_no_step_directory_behind() -> None:
     not at some later step, so a run that ends keeps none of them alive."""
     import gc
 
-    from pydantic_ai_toolproxy._directory import Directory
+    from pydantic_ai_toolproxy.grouping.directory import Directory
 
     proxy = ToolProxyCapability(groups={'g': ToolProxyGroup(source=widgets(50), description='Widgets')})
     script = Script([[(SEARCH, {'query': 'widget 7'})], [(SEARCH, {'query': 'widget 9'})], 'done'])

@@ -20,9 +20,10 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from support import CALL, SEARCH, page_of, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup, _member_listing
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
 from pydantic_ai_toolproxy._index_cache import SearchIndexCache
 from pydantic_ai_toolproxy._private import DynamicToolset
+from pydantic_ai_toolproxy.grouping import member_listing as _member_listing
 
 TOOLS = 40
 

@@ -15,10 +15,10 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
 from pydantic_ai_toolproxy._call import _interrupted_by, mcp_error_classes
-from pydantic_ai_toolproxy._directory import index_record
-from pydantic_ai_toolproxy._members import unsupported_member
 from pydantic_ai_toolproxy._messages import FailureReason
 from pydantic_ai_toolproxy.cli._probe import probe
+from pydantic_ai_toolproxy.grouping.directory import index_record
+from pydantic_ai_toolproxy.grouping.members import unsupported_member
 
 SEARCH_DEFAULT = (
     '{"type":"object","properties":{"query":{"type":"string","default":"","description":"Keywords naming the action or '

@@ -13,7 +13,7 @@ file) and its tokenizer; it is loaded with ``cache_dir`` = the package directory
 (wordllama 0.4.0.post1 looks for the bundled tokenizer under ``tokenizer/`` while the wheel puts it under
 ``tokenizers/``, so the default ``load()`` would try the hub).
 
-* **Lexical**: ``bench/lib/rankers.py``'s ``ToolProxyRanker`` (``_core.SearchIndex`` fed ``_directory.index_record``
+* **Lexical**: ``bench/lib/rankers.py``'s ``ToolProxyRanker`` (``_core.SearchIndex`` fed ``grouping.directory.index_record``
   records, with the group descriptions), first ``--depth`` results. A query over ``MAX_QUERY_BYTES`` counts as
   not found for every row (the control refuses it).
 * **Semantic**: cosine of L2-normalized WordLlama embeddings of the query and of each tool's text: ``tool`` =

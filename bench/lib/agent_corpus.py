@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.lib.corpus import Question, Tool
-from pydantic_ai_toolproxy._names import canonical_name
+from pydantic_ai_toolproxy.grouping.names import canonical_name
 
 __all__ = ['CATALOGUE', 'QUERIES', 'Group', 'load_agent_queries', 'load_agent_tools', 'load_groups', 'parse_queries']
 

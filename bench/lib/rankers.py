@@ -11,7 +11,7 @@ unique). ``rank_many`` (where present) ranks a batch of queries at once.
   names and descriptions) is measured as the model would see it.
 * :class:`ToolProxyRanker` - this package's Rust index (``_core.SearchIndex``) fed the records
   ``(canonical name, group, local name, description, parameters_json_schema)`` built by the package's own
-  ``_directory.index_record``, as ``_index_cache.IndexSlot.sync`` builds them (and the group descriptions);
+  ``grouping.directory.index_record``, as ``_index_cache.IndexSlot.sync`` builds them (and the group descriptions);
   searched across all groups. Used by ``tests/test_search_quality.py``; not a row of the tables.
 * :class:`A13nToolSearchRanker` - a13n-harness 0.21's ToolSearch ranking
   (``a13n_harness.toolsets.tool_search._search_matches``) over the same groups, with the grouped names
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bench.lib.corpus import Tool
-from pydantic_ai_toolproxy._names import canonical_name
+from pydantic_ai_toolproxy.grouping.names import canonical_name
 
 __all__ = [
     'A13nToolSearchRanker',
@@ -47,7 +47,7 @@ __all__ = [
 
 _LOCAL: dict[str, str] = {}
 """Canonical name -> local tool name, for every key a ranker has made (`_key`): `rank` maps keys back through
-it, since a canonical name is split only with its group (`_names.local_name`), never at the separator."""
+it, since a canonical name is split only with its group (`grouping.names.local_name`), never at the separator."""
 
 
 class Ranker(Protocol):
@@ -73,7 +73,7 @@ class _Local:
 
 
 def _key(tool: Tool) -> str:
-    """The tool's canonical name `group__tool` (`_names.canonical_name`)."""
+    """The tool's canonical name `group__tool` (`grouping.names.canonical_name`)."""
     return _keyed(tool.group, tool.name)
 
 
@@ -176,13 +176,13 @@ class ToolProxySearchRanker(_Local):
 
 
 class ToolProxyRanker(_Local):
-    """This package's Rust ranking (`_core.SearchIndex`), records built by `_directory.index_record`."""
+    """This package's Rust ranking (`_core.SearchIndex`), records built by `grouping.directory.index_record`."""
 
     label = 'pydantic-ai-toolproxy core index (records as _directory builds them)'
 
     def __init__(self, tools: Sequence[Tool], group_descriptions: Mapping[str, str] | None = None) -> None:
         from pydantic_ai_toolproxy import _core
-        from pydantic_ai_toolproxy._directory import index_record
+        from pydantic_ai_toolproxy.grouping.directory import index_record
 
         self._index = _core.SearchIndex()
         if group_descriptions and hasattr(self._index, 'set_group_description'):

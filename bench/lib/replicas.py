@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from examples.bfcl_tools import BfclFunction, load_bfcl_questions
-from pydantic_ai_toolproxy._directory import IndexRecord, index_record
-from pydantic_ai_toolproxy._names import canonical_name
+from pydantic_ai_toolproxy.grouping.directory import IndexRecord, index_record
+from pydantic_ai_toolproxy.grouping.names import canonical_name
 
 
 @dataclass(frozen=True)
@@ -51,5 +51,5 @@ def nl_questions(n: int = 50) -> list[str]:
 
 
 def records(fns: Sequence[Fn]) -> list[IndexRecord]:
-    """The index records of `fns`, built as the proxy builds them (`_directory.index_record`)."""
+    """The index records of `fns`, built as the proxy builds them (`grouping.directory.index_record`)."""
     return [index_record(canonical_name(f.group, f.name), f.group, f.description, f.parameters) for f in fns]

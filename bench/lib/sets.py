@@ -4,7 +4,7 @@ question's expected tools as canonical names `group__tool`."""
 from __future__ import annotations
 
 from bench.lib.corpus import GROUP_DESCRIPTIONS, Question, Tool, load_questions, load_tools
-from pydantic_ai_toolproxy._names import canonical_name
+from pydantic_ai_toolproxy.grouping.names import canonical_name
 
 
 def bfcl() -> tuple[list[Tool], dict[str, str], list[Question]]:

@@ -72,8 +72,8 @@ def vector_block(dimensions: int) -> bytes:
 def corpus_records(tools: int) -> tuple[list[Any], dict[str, str]]:
     """`(index records, group descriptions)` of `tools` tools: the BFCL functions, then replicas named
     `{name}_r{k}` (the corpus of `bench/lib/replicas.py`, in the same order), or synthetic tools without `bfcl-eval`."""
-    from pydantic_ai_toolproxy._directory import index_record
-    from pydantic_ai_toolproxy._names import canonical_name
+    from pydantic_ai_toolproxy.grouping.directory import index_record
+    from pydantic_ai_toolproxy.grouping.names import canonical_name
 
     try:
         from examples.bfcl_tools import GROUP_DESCRIPTIONS, load_bfcl_functions

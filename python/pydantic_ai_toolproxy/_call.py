@@ -31,11 +31,11 @@ from pydantic_ai.messages import ModelResponse, RetryInfo, ToolCallPart, ToolRet
 from pydantic_ai.tools import RunContext, ToolDenied
 from pydantic_core import ValidationError
 
-from ._directory import Directory, Member
-from ._members import Dispatch, GroupMemberToolset, dispatch
 from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
-from ._names import canonical_name
 from ._runtime import ProxyRuntime
+from .grouping.directory import Directory, Member
+from .grouping.members import Dispatch, GroupMemberToolset, dispatch
+from .grouping.names import canonical_name
 
 __all__ = (
     'charged_retry',

@@ -18,7 +18,7 @@ from itertools import repeat
 from typing import Protocol
 
 from . import _core
-from ._directory import Directory, IndexRecord, index_record
+from .grouping.directory import Directory, IndexRecord, index_record
 
 __all__ = ('MAX_INDEXED_TOOLS', 'MAX_INDEXES', 'IndexFollower', 'IndexSlot', 'IndexedTools', 'SearchIndexCache')
 
@@ -145,7 +145,7 @@ class IndexSlot:
         the schemas' fingerprints (`IndexedTools.fingerprints`, once per listing) are compared with those indexed
         too. Without it (`SearchIndexCache.keep_up`, every step) only the lists are compared, and the step's first
         search verifies. A member-by-member pass finds what changed otherwise, and upserts the records of the
-        changed tools, built by `_directory.index_record` (the one record builder).
+        changed tools, built by `grouping.directory.index_record` (the one record builder).
 
         Raises:
             RuntimeError: the core panicked (call `reset`).

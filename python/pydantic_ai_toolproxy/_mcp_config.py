@@ -58,8 +58,8 @@ from ._mcp_server import (
     stdio_factory,
 )
 from ._mcp_toolset import MCPServerToolset, load_entries
-from ._names import group_id, group_ids
 from .group import ToolProxyGroup
+from .grouping.names import group_id, group_ids
 from .mcp_listing_cache import DEFAULT_MAX_AGE, listing_key, open_listing_store
 
 __all__ = (

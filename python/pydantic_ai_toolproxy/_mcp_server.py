@@ -24,7 +24,7 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._mcp_noise import quiet_stdout
-from ._names import group_id
+from .grouping.names import group_id
 from .mcp_listing_cache import ServerListing
 
 logger = logging.getLogger('pydantic_ai_toolproxy')

@@ -32,9 +32,9 @@ from ._mcp_server import (
     stderr_tail,
     tools_from_listing,
 )
-from ._members import bad_member_name, unsupported_member
-from ._names import group_id
 from ._same import same_value
+from .grouping.members import bad_member_name, unsupported_member
+from .grouping.names import group_id
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
@@ -177,7 +177,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     server: str = ''
     group: str = ''
-    """The server's group id (`_names.group_ids`: distinct within its file); '' means `group_id(server)`."""
+    """The server's group id (`grouping.names.group_ids`: distinct within its file); '' means `group_id(server)`."""
     stderr_path: Path | None = None
     """The file the server's stderr goes to (`prepare_transport`), None when it is no stdio process."""
     private_log: bool = True

@@ -13,9 +13,9 @@ from typing import Any
 from pydantic_ai.tools import RunContext
 
 from . import _core
-from ._directory import Directory, DirectoryCache
 from ._index_cache import SearchIndexCache
 from .config import ToolProxyConfig
+from .grouping.directory import Directory, DirectoryCache
 from .hybrid.store_io import open_store
 from .hybrid.vectors import ToolVectors
 
@@ -25,7 +25,7 @@ __all__ = ('ProxyRuntime',)
 @dataclass(eq=False)
 class ProxyRuntime:
     """Configuration and caches of one proxy surface; also the identity token its members carry (it is the
-    `_members.SurfaceOwner` of every `GroupMemberToolset` and `GroupSourceCapability` of the surface).
+    `grouping.members.SurfaceOwner` of every `GroupMemberToolset` and `GroupSourceCapability` of the surface).
 
     Attributes:
         config: The surface's `ToolProxyConfig`.

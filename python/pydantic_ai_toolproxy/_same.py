@@ -2,7 +2,7 @@
 
 Python's `==` calls `1 == True`, `0.0 == -0.0`, and two dicts holding the same items in another order equal, yet
 the JSON the model receives differs. Where a per-step cache decides that a rebuilt value is "unchanged" (a member
-reused while its source tool is unchanged: `_members._ListingKey.matches`; a member's indexed text: `_directory._unchanged`),
+reused while its source tool is unchanged: `grouping.members._ListingKey.matches`; a member's indexed text: `grouping.directory._unchanged`),
 it compares with `same_value`, so such a change reaches the model.
 """
 

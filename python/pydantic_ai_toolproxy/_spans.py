@@ -24,9 +24,9 @@ from pydantic_ai.tools import RunContext
 
 from . import _core
 from ._call import normalize_arguments
-from ._directory import Member
 from ._messages import ProxyFailed
 from ._runtime import ProxyRuntime
+from .grouping.directory import Member
 from .hybrid.ranking import Ranking
 
 __all__ = ('ATTRIBUTES', 'called', 'control_span', 'searched')

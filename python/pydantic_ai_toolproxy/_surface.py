@@ -24,8 +24,8 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._controls import ControlToolset
 from ._mcp_toolset import MCPServerToolset
-from ._members import GroupMemberToolset
 from ._private import gather
+from .grouping.members import GroupMemberToolset
 
 __all__ = ('ProxySurfaceToolset',)
 

@@ -24,10 +24,8 @@ from pydantic_core import ValidationError
 from . import _core
 from ._call import envelope_retry, search_arguments_retry
 from ._controls import ControlToolset, advertised_controls
-from ._directory import Directory
 from ._instructions import guidance
 from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT
-from ._members import GroupMemberToolset, GroupSourceCapability, dispatching
 from ._messages import retry, shown
 from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
@@ -36,6 +34,8 @@ from ._unknown import shorten_unknown_tool_retries
 from .config import ToolProxyConfig
 from .explain import SearchExplanation, explain_tools
 from .group import ToolProxyGroup
+from .grouping.directory import Directory
+from .grouping.members import GroupMemberToolset, GroupSourceCapability, dispatching
 from .hybrid.vectors import ToolVectors
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore
 
@@ -227,7 +227,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         ```
 
         Each group lists its tools under the server's own names (not Pydantic AI's per-server prefix). The group id
-        is the server name made valid by `_names.group_ids` (e.g. `my server.v2` -> `my_server_v2`, a name too long
+        is the server name made valid by `grouping.names.group_ids` (e.g. `my server.v2` -> `my_server_v2`, a name too long
         or taken cut and given a 6-hex-digit hash of itself); the
         description is `descriptions[server]` or `Tools of the MCP server "<server>"`. A server that does not start
         is caught when a run enters it (where Pydantic AI would fail the run): that run goes on without its group,

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ._names import canonical_name
+from .grouping.names import canonical_name
 
 if TYPE_CHECKING:
     from ._runtime import ProxyRuntime

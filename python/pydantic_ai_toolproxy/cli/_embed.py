@@ -7,14 +7,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._directory import index_record
 from .._embedding_text import embedding_text, text_hash
+from ..grouping.directory import index_record
 from ..hybrid.batches import EmbedCounts
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets.abstract import ToolsetTool
 
-    from .._directory import Directory
+    from ..grouping.directory import Directory
     from ..hybrid.vectors import ToolVectors
 
 __all__ = ('ProxySurface', 'embed_surface', 'surface_texts')

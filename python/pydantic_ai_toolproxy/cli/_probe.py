@@ -23,9 +23,9 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from .._directory import Member
 from .._messages import FailureReason, ProxyFailed
 from ..capability import ToolProxyCapability
+from ..grouping.directory import Member
 
 __all__ = ('ProbeRun', 'Snapshot', 'definition_bytes', 'failure_reason', 'grouped_members', 'probe', 'text_bytes')
 

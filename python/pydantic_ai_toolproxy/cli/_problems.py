@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from .. import _core
-from .._members import Unsupported
+from ..grouping.members import Unsupported
 
 __all__ = (
     'Problem',
@@ -109,7 +109,7 @@ def oversized(group: str, tool: str, size: int, instructions: int | None, budget
 
 
 def unsupported(group: str, tool: str, reason: Unsupported) -> Problem:
-    """Error: a member the proxy cannot target; `reason` is `_members.unsupported_member`'s (the fix is chosen
+    """Error: a member the proxy cannot target; `reason` is `grouping.members.unsupported_member`'s (the fix is chosen
     by its `kind`, the message quotes its `text`)."""
     fix = (
         'select native=False, local=True on its source, or leave the source ungrouped'

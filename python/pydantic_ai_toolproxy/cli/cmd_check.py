@@ -4,7 +4,7 @@ All findings come from real agent runs (`_probe.probe`):
 
 1. The groups under one `ToolProxyCapability`; if preparation raises `UserError`, each group alone, and for
    a failing group its tools listed through a filter that keeps none, to find every unsupported member
-   (`_members.unsupported_member`) and, for a combined source, every duplicate local name.
+   (`grouping.members.unsupported_member`) and, for a combined source, every duplicate local name.
 2. In the same run, the scripted model searches every member twice, as a model would: a browse page of
    exactly that entry (`query=""`, `offset=k`, `limit=1`) to find entries larger than `max_search_bytes`,
    and a search for its own name in its group, which must return it first. A failed search is read by the
@@ -26,9 +26,9 @@ from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
-from .._directory import Member
-from .._members import unsupported_member
 from .._messages import FailureReason
+from ..grouping.directory import Member
+from ..grouping.members import unsupported_member
 from ._probe import Calls, ProbeRun, Snapshot, grouped_members, probe
 from ._problems import (
     Problem,

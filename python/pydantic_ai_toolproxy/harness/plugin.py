@@ -15,9 +15,9 @@ from a13n_harness.plugins import PluginOrdering, PluginRunExchange, PluginRunNex
 from a13n_harness.result import HarnessRunResult
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability
 
-from .._members import GroupSourceCapability
 from .._messages import source_label
 from ..capability import ToolProxyCapability
+from ..grouping.members import GroupSourceCapability
 
 __all__ = ('ToolProxyPluginAdapter', 'member_source')
 

@@ -36,8 +36,8 @@ from .store_io import StoreIO
 from .warnings import LogOnce
 
 if TYPE_CHECKING:
-    from .._directory import IndexRecord
     from ..config import ToolProxyConfig
+    from ..grouping.directory import IndexRecord
     from ..stores.protocol import EmbeddingStore
 
 __all__ = ('MEMORY_SLACK', 'ToolVectors')

@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from . import _core
+from .. import _core
 
 __all__ = ('SEPARATOR', 'canonical_name', 'group_id', 'group_ids', 'local_name')
 
@@ -25,7 +25,7 @@ def canonical_name(group: str, tool: str) -> str:
     """`{group}__{tool}`.
 
     ```python
-    from pydantic_ai_toolproxy._names import canonical_name, local_name
+    from pydantic_ai_toolproxy.grouping.names import canonical_name, local_name
 
     assert canonical_name('crm', 'customer_name') == 'crm__customer_name'
     assert local_name(canonical_name('ops_', 'purge'), 'ops_') == 'purge'
@@ -75,7 +75,7 @@ def group_id(server: str) -> str:
     (UTF-8). Two servers of one file whose ids come out equal are told apart by `group_ids`.
 
     ```python
-    from pydantic_ai_toolproxy._names import group_id
+    from pydantic_ai_toolproxy.grouping.names import group_id
 
     assert group_id('github') == 'github'
     assert group_id('@acme/server-files') == 'acme_server-files'
@@ -101,7 +101,7 @@ def group_ids(servers: Iterable[str]) -> dict[str, str]:
     result depends only on the set of names, never on their order.
 
     ```python
-    from pydantic_ai_toolproxy._names import group_ids
+    from pydantic_ai_toolproxy.grouping.names import group_ids
 
     ids = group_ids(['my_server', 'my server', 'my.server'])
     assert ids['my_server'] == 'my_server' and len(set(ids.values())) == 3

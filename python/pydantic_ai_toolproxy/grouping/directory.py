@@ -15,9 +15,9 @@ from typing import Any
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from . import _core
-from ._members import GroupMemberToolset, SurfaceOwner
-from ._names import canonical_name, local_name
+from .. import _core
+from .members import GroupMemberToolset, SurfaceOwner
+from .names import canonical_name, local_name
 
 __all__ = ('Directory', 'DirectoryCache', 'IndexRecord', 'Member', 'index_record')
 
@@ -31,11 +31,11 @@ def index_record(canonical: str, group: str, description: object, parameters_jso
     that feed `_core.SearchIndex` directly).
 
     `description` is the tool definition's (a non-str, e.g. None, is indexed as ''); `parameters_json_schema` is
-    passed as is (the core extracts its text). The local name is split off with `_names.local_name`, by the group;
+    passed as is (the core extracts its text). The local name is split off with `grouping.names.local_name`, by the group;
     group '' (the strategy's deferred tools, which have no group, `_strategy.GROUP`) keeps the whole name.
 
     ```python
-    from pydantic_ai_toolproxy._directory import index_record
+    from pydantic_ai_toolproxy.grouping.directory import index_record
 
     assert index_record('crm__customer_name', 'crm', None, {}) == ('crm__customer_name', 'crm', 'customer_name', '', {})
     assert index_record('get_weather', '', 'Weather.', {}) == ('get_weather', '', 'get_weather', 'Weather.', {})

@@ -19,8 +19,10 @@ from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, AgentToolset, ApprovalRequiredToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._interop import interop_for
-from ._member_listing import (
+from .._interop import interop_for
+from .._messages import encodes
+from .._private import DynamicToolset
+from .member_listing import (
     NO_LISTING,
     Hit,
     ListingKey,
@@ -31,9 +33,7 @@ from ._member_listing import (
     state_of,
     unchanged_listing,
 )
-from ._messages import encodes
-from ._names import SEPARATOR, canonical_name, local_name
-from ._private import DynamicToolset
+from .names import SEPARATOR, canonical_name, local_name
 
 __all__ = (
     'Dispatch',

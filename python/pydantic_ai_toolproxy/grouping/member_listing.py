@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._same import same_value
+from .._same import same_value
 
 _T = TypeVar('_T')
 
