@@ -31,8 +31,8 @@ from bench.lib.metrics import first_rank
 from bench.lib.rankers import _key
 from bench.lib.sets import agent, bfcl
 from pydantic_ai_toolproxy import _core
-from pydantic_ai_toolproxy._embedding_text import embedding_text
 from pydantic_ai_toolproxy.grouping.directory import index_record
+from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text
 
 DIMENSIONS = 256
 _WORD = re.compile(r'[a-z0-9]+')

@@ -22,8 +22,8 @@ from support import SEARCH, Script, json_of, last_return
 from support import toolproxy as run_toolproxy
 
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
-from pydantic_ai_toolproxy._embedder import vector_bytes
-from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
+from pydantic_ai_toolproxy.hybrid.embedder import vector_bytes
+from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text, text_hash
 
 ROOT = Path(__file__).resolve().parent.parent
 EMBEDDERS = 'tests/cli_embedders.py'

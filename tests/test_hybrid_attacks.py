@@ -26,8 +26,8 @@ from support import SEARCH, Script, page_of, returns
 from test_hybrid_search import SYNONYMS, UMBRELLA, names, pages, proxy
 
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyConfig
-from pydantic_ai_toolproxy._embedding_text import text_hash
 from pydantic_ai_toolproxy.hybrid import batches
+from pydantic_ai_toolproxy.hybrid.embedding_text import text_hash
 from pydantic_ai_toolproxy.hybrid.store_io import usable_vectors
 from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 

@@ -19,12 +19,12 @@ from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
-from pydantic_ai_toolproxy._embedder import ResolvedEmbedder, vector_bytes
-from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
 from pydantic_ai_toolproxy.cli._embed import embed_surface
 from pydantic_ai_toolproxy.config import DEFAULT_EMBEDDING_CACHE
 from pydantic_ai_toolproxy.embedding_store import SQLiteEmbeddingStore
 from pydantic_ai_toolproxy.hybrid import batches, queries
+from pydantic_ai_toolproxy.hybrid.embedder import ResolvedEmbedder, vector_bytes
+from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text, text_hash
 from pydantic_ai_toolproxy.hybrid.store_io import open_store
 from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 

@@ -40,8 +40,8 @@ from pydantic_ai_toolproxy import (
     ToolProxyConfig,
     ToolProxyGroup,
 )
-from pydantic_ai_toolproxy._embedder import EmbedderTimeout, ResolvedEmbedder, bounded
 from pydantic_ai_toolproxy.hybrid import fill
+from pydantic_ai_toolproxy.hybrid.embedder import EmbedderTimeout, ResolvedEmbedder, bounded
 
 LOGGER = 'pydantic_ai_toolproxy'
 

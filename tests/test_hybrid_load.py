@@ -1,7 +1,7 @@
 """Loading tool vectors fast (issue 22: 100,000 cached vectors in under a second) without changing what is loaded.
 
 - `_core.embedding_fingerprints` builds each tool's embedding text and its fingerprint byte-identically to the Python
-  recipe (`_embedding_text.embedding_text`, `text_hash`), so existing cache files stay valid; records it cannot do
+  recipe (`hybrid.embedding_text.embedding_text`, `text_hash`), so existing cache files stay valid; records it cannot do
   (a lone surrogate, a group without a known part, fields that are not `str`) are left to the recipe;
 - `SearchIndex.set_vector_rows` stores the same codes as `set_vectors` of the joined rows, with the same refusals;
 - `_core.nonfinite_rows` finds the rows `usable_vectors` must drop;
@@ -27,8 +27,8 @@ from pydantic_ai.toolsets import FunctionToolset
 from support import SEARCH, Script, page_of, returns
 
 from pydantic_ai_toolproxy import SQLiteEmbeddingStore, ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _core
-from pydantic_ai_toolproxy._embedding_text import embedding_text, group_text, text_hash
 from pydantic_ai_toolproxy.grouping.directory import index_record
+from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text, group_text, text_hash
 from pydantic_ai_toolproxy.hybrid.store_io import usable_vectors
 from pydantic_ai_toolproxy.hybrid.vectors import ToolVectors
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from short_lived_worker import NAME, TOOLS, tool_texts
 
 import pydantic_ai_toolproxy
-from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
 from pydantic_ai_toolproxy.hybrid.batches import BATCH_INPUTS
+from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text, text_hash
 from pydantic_ai_toolproxy.hybrid.fill import BATCH_SECONDS, EXIT_WAIT, FIRST_CLAIM, MIN_CLAIM, Fill, worth_waiting
 
 TESTS = Path(__file__).resolve().parent

@@ -34,9 +34,9 @@ from pydantic_ai.embeddings.result import EmbedInputType
 from support import toolproxy
 
 from pydantic_ai_toolproxy import LocalEmbeddingModel, ToolProxyConfig
-from pydantic_ai_toolproxy._embedder import ResolvedEmbedder, infer_model, model_identity
 from pydantic_ai_toolproxy.cli._embedder import EmbedderSpec, resolve_embedder
 from pydantic_ai_toolproxy.embeddings._wordpiece import WordPiece
+from pydantic_ai_toolproxy.hybrid.embedder import ResolvedEmbedder, infer_model, model_identity
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ['-s', 'tests/cli_embedders.py:tool_groups']
@@ -253,7 +253,7 @@ def test_a_sentence_transformers_folder_name_is_resolved_before_pydantic_ai_buil
         seen.append(name)
         return FolderNamed(name.split(':', 1)[1])
 
-    monkeypatch.setattr('pydantic_ai_toolproxy._embedder.infer_embedding_model', fake_infer)
+    monkeypatch.setattr('pydantic_ai_toolproxy.hybrid.embedder.infer_embedding_model', fake_infer)
     monkeypatch.chdir(folder.parent.parent)
     infer_model(f'sentence-transformers:./{folder.parent.name}/{folder.name}')
     infer_model(f'sentence-transformers:{folder.parent.name}/{folder.name}/')

@@ -4,7 +4,7 @@ At each size (10,000 and 100,000 tools by default), over the corpus of ``bench/p
 functions, replicated with name suffixes):
 
 * **tool vectors**: real all-MiniLM-L6-v2 embeddings (``bench/lib/embedder.py``, offline) of each BFCL function's
-  embedding text (``_embedding_text.embedding_text``: name, description, group name and description); a
+  embedding text (``hybrid.embedding_text.embedding_text``: name, description, group name and description); a
   replica ``{name}_r{k}`` gets its original's vector plus Gaussian noise (sigma 0.01 per dimension, seeded,
   then L2-normalized; cosine to the original about 0.98, as a renamed copy of a tool embeds), so the top 50 is not
   a block of exact ties;
@@ -41,7 +41,7 @@ SIGMA = 0.01
 def base_vectors(base: Sequence[Any], descriptions: dict[str, str]) -> np.ndarray:
     """Embeddings of the BFCL functions' embedding texts (rows in `base` order)."""
     from bench.lib.embedder import embed_cached
-    from pydantic_ai_toolproxy._embedding_text import embedding_text
+    from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text
 
     texts = [embedding_text(f.domain, f.name, f.description, descriptions.get(f.domain, '')) for f in base]
     return embed_cached(texts, 'document')

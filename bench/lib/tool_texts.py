@@ -3,7 +3,7 @@
 Every recipe starts from the tool's local name with ``_`` and ``-`` as spaces, ``': '`` and its description:
 
 * ``name+description``: ``'get weather: Current weather of a city.'``;
-* ``name+description+group`` (the default, the package's own recipe: ``_embedding_text.embedding_text``, which
+* ``name+description+group`` (the default, the package's own recipe: ``hybrid.embedding_text.embedding_text``, which
   also folds whitespace runs): that, a space, the group name (``_``/``-`` as spaces) and, when the group has one,
   ``': '`` and the group description: ``'get weather: Current weather of a city. weather: Forecasts and
   observations.'``;
@@ -42,7 +42,7 @@ def tool_text(tool: Tool, group_description: str, recipe: str = DEFAULT_RECIPE) 
     if recipe not in RECIPES:
         raise ValueError(f'unknown recipe {recipe!r}; expected one of {RECIPES}')
     if recipe == DEFAULT_RECIPE:
-        from pydantic_ai_toolproxy._embedding_text import embedding_text
+        from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text
 
         return embedding_text(tool.group, tool.name, tool.description, group_description)
     text = _spaced(tool.name)

@@ -98,8 +98,8 @@ def corpus_records(tools: int) -> tuple[list[Any], dict[str, str]]:
 
 
 def text_hashes(records: Sequence[Any], descriptions: Mapping[str, str]) -> list[bytes]:
-    """The embedding-text fingerprint of each record (the reference recipe of `_embedding_text`)."""
-    from pydantic_ai_toolproxy._embedding_text import embedding_text, text_hash
+    """The embedding-text fingerprint of each record (the reference recipe of `hybrid.embedding_text`)."""
+    from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text, text_hash
 
     return [text_hash(embedding_text(r[1], r[2], r[3], descriptions.get(r[1], ''))) for r in records]
 
@@ -114,7 +114,7 @@ def _embedder() -> Any:
 
 def store_key() -> str:
     """The store `model` key the restart's `ToolVectors` reads under."""
-    from pydantic_ai_toolproxy._embedder import ResolvedEmbedder
+    from pydantic_ai_toolproxy.hybrid.embedder import ResolvedEmbedder
 
     return ResolvedEmbedder(_embedder()).store_key
 

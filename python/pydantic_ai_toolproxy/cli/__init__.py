@@ -92,10 +92,10 @@ async def _run(ns: argparse.Namespace) -> int:
 
 
 async def _run_and_leave(ns: argparse.Namespace) -> int:
-    """`_run`, then, when an embedder call was given up on (`_embedder.gave_up`), exit the process at once: the call
+    """`_run`, then, when an embedder call was given up on (`hybrid.embedder.gave_up`), exit the process at once: the call
     may still hold a worker thread (a local model stuck in `run_in_executor`), which `asyncio.run`'s executor
     shutdown and the interpreter's exit would wait for forever."""
-    from .._embedder import gave_up
+    from ..hybrid.embedder import gave_up
 
     status = await _run(ns)
     if gave_up():

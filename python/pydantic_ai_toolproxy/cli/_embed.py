@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._embedding_text import embedding_text, text_hash
 from ..grouping.directory import index_record
 from ..hybrid.batches import EmbedCounts
+from ..hybrid.embedding_text import embedding_text, text_hash
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets.abstract import ToolsetTool

@@ -107,7 +107,7 @@ async def resolve_embedder(spec: EmbedderSpec) -> Any:
     """
     from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-    from .._embedder import LOCAL_PREFIX, infer_model
+    from ..hybrid.embedder import LOCAL_PREFIX, infer_model
 
     quiet_model_libraries()
     value, label = spec.text, spec.label

@@ -8,7 +8,9 @@
 - `store_io`: the embedding store: opening it, the vectors the core can take, bounded calls;
 - `loop`: the process-wide embedding loop every embedder call runs on;
 - `warnings`: log-once warnings and why a search fell back to keywords;
-- `protocol`: `VectorHolder`, what `fill`, `batches` and `queries` use of `ToolVectors`.
+- `protocol`: `VectorHolder`, what `fill`, `batches` and `queries` use of `ToolVectors`;
+- `embedder`: `ToolProxyConfig.embedder` resolved to an `Embedder` (`local:PATH` too), its identity, f32 bytes;
+- `embedding_text`: the text a tool is embedded as, and its 16-byte fingerprint (the store's key beside the model).
 
 Every embedder call runs on one event loop per process (`loop.embedding_loop`), in a copy of the asking search's
 context, so an `Embedder.override(model=...)` active there is the model that embeds; faults are logged on the

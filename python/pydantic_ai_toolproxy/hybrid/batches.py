@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pydantic_ai.usage import RequestUsage
 
-from .._embedder import EmbedderTimeout, bounded, vector_bytes
+from .embedder import EmbedderTimeout, bounded, vector_bytes
 
 if TYPE_CHECKING:
     from .protocol import VectorHolder

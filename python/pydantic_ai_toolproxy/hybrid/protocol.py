@@ -10,8 +10,8 @@ if TYPE_CHECKING:
     from pydantic_ai.usage import RequestUsage
 
     from .. import _core
-    from .._embedder import ResolvedEmbedder
     from ..config import ToolProxyConfig
+    from .embedder import ResolvedEmbedder
     from .store_io import StoreIO
     from .warnings import LogOnce
 

@@ -7,7 +7,7 @@ import asyncio
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from .._embedder import bounded, vector_bytes
+from .embedder import bounded, vector_bytes
 from .loop import embedding_loop, joined
 
 if TYPE_CHECKING:

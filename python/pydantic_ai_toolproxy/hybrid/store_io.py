@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .. import _core
-from .._embedder import ResolvedEmbedder
 from ..stores.opening import open_embedding_store
 from ..stores.protocol import is_shared
+from .embedder import ResolvedEmbedder
 from .warnings import UNNAMED, LogOnce
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """`ToolVectors`: the tool vectors of one proxy surface, following every `_core.SearchIndex` the surface searches.
 
-Each upserted tool's embedding text (`_embedding_text`) is fingerprinted; a vector already known (this process's
+Each upserted tool's embedding text (`hybrid.embedding_text`) is fingerprinted; a vector already known (this process's
 memory, then the `EmbeddingStore`) is attached at once with `SearchIndex.set_vector_rows`; the others are pending,
 embedded in the background (`fill.Fill`) in batches (`batches.TextBatches`), and attached when they arrive. A tool
 whose text changes loses its vector until the new one is known; a removed tool's vector goes with its record.
@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic_ai.usage import RequestUsage
 
 from .. import _core
-from .._embedder import ResolvedEmbedder
-from .._embedding_text import embedding_text, group_text, text_hash
 from .batches import EmbedCounts, TextBatches
+from .embedder import ResolvedEmbedder
+from .embedding_text import embedding_text, group_text, text_hash
 from .fill import Fill
 from .queries import QueryVectors
 from .store_io import StoreIO
@@ -246,7 +246,7 @@ class ToolVectors:
         changed text's old vector, and queue the unknown texts for embedding. Call with `lock` held.
 
         The texts and fingerprints come from the core in one call (`_core.embedding_fingerprints`, the recipe of
-        `_embedding_text`, byte-identical)."""
+        `hybrid.embedding_text`, byte-identical)."""
         state = self._state(index)
         wanted, attached = state.wanted, state.attached
         for key in removed:

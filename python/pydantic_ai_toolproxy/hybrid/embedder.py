@@ -139,7 +139,7 @@ def infer_model(name: str, base_dir: Path | None = None) -> EmbeddingModel:
         Exception: whatever Pydantic AI raises resolving another name (unknown provider, missing package or key).
     """
     if name.startswith(LOCAL_PREFIX):
-        from .embeddings.local import LocalEmbeddingModel
+        from ..embeddings.local import LocalEmbeddingModel
 
         path = Path(os.path.expanduser(name[len(LOCAL_PREFIX) :]))
         if base_dir is not None and not path.is_absolute():

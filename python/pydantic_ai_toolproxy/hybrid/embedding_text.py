@@ -37,7 +37,7 @@ def embedding_text(group: str, tool: str, description: str, group_description: s
     """The text tool `tool` of `group` is embedded as: `tool_text` + ' ' + `group_text`.
 
     ```python
-    from pydantic_ai_toolproxy._embedding_text import embedding_text
+    from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text
 
     text = embedding_text('weather', 'get_forecast', 'Forecast for a city.', 'Weather data')
     assert text == 'get forecast: Forecast for a city. weather: Weather data'
