@@ -22,8 +22,8 @@ from pydantic_ai import Agent
 from support import CALL, SEARCH, Script, last_return, page_of, returns
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, _core
-from pydantic_ai_toolproxy._mcp_config import default_description, group_id
 from pydantic_ai_toolproxy.grouping.names import group_ids
+from pydantic_ai_toolproxy.mcp_servers.config import default_description, group_id
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTES = str(ROOT / 'examples' / 'mcp_server.py')
@@ -223,7 +223,7 @@ async def test_a_server_that_failed_is_started_again_in_the_background(
 ) -> None:
     """The run that found the failure pays for it; the pool retries it in the background after the back-off (here
     0.2 s), and a later run finds it up without starting it."""
-    from pydantic_ai_toolproxy import _mcp_pool
+    from pydantic_ai_toolproxy.mcp_servers import pool as _mcp_pool
 
     monkeypatch.setattr(_mcp_pool, 'RETRY_AFTER', 0.2)
     ready = tmp_path / 'ready'

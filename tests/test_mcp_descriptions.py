@@ -18,8 +18,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from support import CALL, last_return
 
 from pydantic_ai_toolproxy import ToolProxyCapability
-from pydantic_ai_toolproxy._mcp_describe import MAX_DESCRIPTION_CHARS, described, plain_text
 from pydantic_ai_toolproxy.mcp_listing_cache import ServerListing
+from pydantic_ai_toolproxy.mcp_servers.describe import MAX_DESCRIPTION_CHARS, described, plain_text
 
 ROOT = Path(__file__).resolve().parent.parent
 BANNER = str(ROOT / 'tests' / 'banner_mcp_server.py')

@@ -30,12 +30,12 @@ from test_mcp_lazy import server, write
 from test_mcp_lifetime import alive, started
 
 from pydantic_ai_toolproxy import ToolProxyCapability
-from pydantic_ai_toolproxy._mcp_toolset import STORE_TIMEOUT
 from pydantic_ai_toolproxy.mcp_listing_cache import (
     MAX_TTL_MS,
     ServerListing,
     SQLiteListingStore,
 )
+from pydantic_ai_toolproxy.mcp_servers.toolset import STORE_TIMEOUT
 
 
 @pytest.fixture

@@ -87,7 +87,7 @@ async def test_one_warning_per_server_and_nothing_from_the_sdk(
 
 
 def test_a_server_the_host_built_keeps_the_sdks_logging(caplog: pytest.LogCaptureFixture) -> None:
-    from pydantic_ai_toolproxy._mcp_noise import _StdoutNoise
+    from pydantic_ai_toolproxy.mcp_servers.noise import _StdoutNoise
 
     record = logging.LogRecord('mcp.client.stdio', logging.ERROR, __file__, 1, _MESSAGE, None, None)
     assert _StdoutNoise().filter(record)  # no server of an mcpServers file is speaking: left as it is

@@ -1,4 +1,4 @@
-"""MCP servers kept across runs (`_mcp_pool`): real `Agent` runs over real stdio servers (tests/hostile_mcp_server.py
+"""MCP servers kept across runs (`mcp_servers.pool`): real `Agent` runs over real stdio servers (tests/hostile_mcp_server.py
 with `--pid-file`), counted by PID.
 
 - the second and third runs of an agent on one event loop start no server, eager and lazy, with and without
@@ -32,7 +32,8 @@ from support import CALL, SEARCH, Script, last_return, page_of, toolproxy
 from test_mcp_lifetime import alive, group_enum, started, write
 from test_mcp_lifetime import pids as pids  # the fixture, shared
 
-from pydantic_ai_toolproxy import ToolProxyCapability, _mcp_pool
+from pydantic_ai_toolproxy import ToolProxyCapability
+from pydantic_ai_toolproxy.mcp_servers import pool as _mcp_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = str(ROOT / 'tests' / 'hostile_mcp_server.py')

@@ -55,7 +55,7 @@ class ProxyRuntime:
 
     def redescribe(self, group: str, description: str) -> None:
         """Give `group` the description `description` from now on (an `mcpServers` group whose server described
-        itself at its first live start, `_mcp_toolset.MCPServerToolset.bind_description`): the controls, the
+        itself at its first live start, `mcp_servers.toolset.MCPServerToolset.bind_description`): the controls, the
         guidance and the search indexes (rebuilt at their next sync) use it. An invalid description, or a group
         this surface does not have, changes nothing."""
         if self.descriptions.get(group, description) == description:

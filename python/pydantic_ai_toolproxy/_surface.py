@@ -6,7 +6,7 @@ child that listed it. The members and controls already name their owning toolset
 by that field; only the part contributed by capability sources, whose tools pass through Pydantic AI's own
 composition, is routed through its `CombinedToolset`. At 100,000 members this saves one allocation per member
 per step. Lifecycle (`for_run`, `for_run_step`, enter/exit, instructions, visitors) is `CombinedToolset`'s, but
-that the servers of `mcpServers` files among the members (`_mcp_toolset.MCPServerToolset`) are started at once
+that the servers of `mcpServers` files among the members (`mcp_servers.toolset.MCPServerToolset`) are started at once
 before the children are entered one after another: N servers take about the slowest one's start, not the sum.
 """
 
@@ -23,9 +23,9 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, PrefixedTools
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ._controls import ControlToolset
-from ._mcp_toolset import MCPServerToolset
 from ._private import gather
 from .grouping.members import GroupMemberToolset
+from .mcp_servers.toolset import MCPServerToolset
 
 __all__ = ('ProxySurfaceToolset',)
 

@@ -25,7 +25,6 @@ from . import _core
 from ._call import envelope_retry, search_arguments_retry
 from ._controls import ControlToolset, advertised_controls
 from ._instructions import guidance
-from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT
 from ._messages import retry, shown
 from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
@@ -38,6 +37,7 @@ from .grouping.directory import Directory
 from .grouping.members import GroupMemberToolset, GroupSourceCapability, dispatching
 from .hybrid.vectors import ToolVectors
 from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore
+from .mcp_servers.pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT
 
 __all__ = ('ToolProxyCapability',)
 
@@ -186,7 +186,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         shutdown (a web app's lifespan) or a test: servers otherwise stop when idle, when their event loop ends, or
         at exit. Returns how many were running.
         """
-        from ._mcp_toolset import MCPServerToolset
+        from .mcp_servers.toolset import MCPServerToolset
 
         stopped = 0
         for group in self.groups.values():
@@ -241,7 +241,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         loop has its own process. Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a
         folder, else to a private temporary file of this process.
 
-        Servers start concurrently at run entry, a few at a time (`_mcp_pool.start_slots`), each within
+        Servers start concurrently at run entry, a few at a time (`mcp_servers.pool.start_slots`), each within
         `start_timeout` seconds counted from its own slot (an entry's `startup_timeout_sec` or `startup_timeout_ms`
         key wins). A server that did not start costs only the run that found it: later runs leave its group out at
         once, and it is retried in the background after 30 s (doubling up to 10 minutes). With `lazy=True`
@@ -253,7 +253,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         path; a `mcp_listing_cache.ListingStore`; or None), and a cached entry fresh for the server's `ttlMs` (when
         above zero) else `listing_max_age` seconds. A server the file gives no description gets one from what it
         says about itself (its `instructions`, else its `serverInfo` title, as plain text of at most 512
-        characters: `_mcp_describe.described`), read from its cached listing, else from its first live start
+        characters: `mcp_servers.describe.described`), read from its cached listing, else from its first live start
         before the run's first model request, so the first run's model request equals every later one's.
 
         Raises:
@@ -264,7 +264,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                 (unless None) or entry start timeout that is not a positive number.
             TypeError: `lazy` or `listing_cache` of another type.
         """
-        from ._mcp_config import mcp_groups
+        from .mcp_servers.config import mcp_groups
 
         groups = mcp_groups(
             path,
@@ -517,11 +517,11 @@ def _called_by_model(ctx: RunContext[Any], call: ToolCallPart) -> bool:
 
 
 def _bind_server_descriptions(groups: dict[str, ToolProxyGroup[Any]], runtime: ProxyRuntime) -> None:
-    """Let each `mcpServers` group (`_mcp_toolset.MCPServerToolset` source without a host description) give the
+    """Let each `mcpServers` group (`mcp_servers.toolset.MCPServerToolset` source without a host description) give the
     surface the description its server says at its first live start, before the run's first model request, so a
     first run (no cached listing) describes it as every later one (`ProxyRuntime.redescribe`; `groups`, the
     surface's `groups` mapping, gets the described group too)."""
-    module = sys.modules.get('pydantic_ai_toolproxy._mcp_toolset')
+    module = sys.modules.get('pydantic_ai_toolproxy.mcp_servers.toolset')
     if module is None:  # no MCP server group was built in this process
         return
     surface = weakref.ref(runtime)

@@ -11,8 +11,8 @@ from typing import Any
 import anyio.to_thread
 from pydantic_ai.toolsets import AbstractToolset
 
-from .._mcp_toolset import MCPServerToolset
 from .._private import gather
+from ..mcp_servers.toolset import MCPServerToolset
 from ._config import load_config
 from ._embedder import EmbedderSpec, cache_setting, resolve_embedder
 from ._progress import Progress
@@ -43,7 +43,7 @@ def _mcp_toolsets(surface: Surface) -> list[tuple[str, Any]]:
 async def _start_servers(surface: Surface, stack: AsyncExitStack, progress: Progress, *, refresh: bool) -> None:
     """Start the servers of `mcpServers` files, all at once (a lazy one with a fresh cached listing is not started;
     `refresh` starts every one and stores its listing); one that does not start is left out of the surface, as a
-    run leaves its group out (`_mcp_toolset.MCPServerToolset`), and recorded in `surface.unavailable`."""
+    run leaves its group out (`mcp_servers.toolset.MCPServerToolset`), and recorded in `surface.unavailable`."""
     found: list[tuple[MCPServerToolset[Any], str, str | None, Any]] = []
     for name, defined in surface.groups.items():
         if isinstance(defined.source, MCPServerToolset):

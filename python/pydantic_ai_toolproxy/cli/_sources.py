@@ -161,7 +161,7 @@ def mcp_source(spec: SourceSpec) -> AbstractToolset[Any]:
         raise SourceError(f'{spec.label}: cannot parse the command line: {exc}') from exc
     if not argv:
         raise SourceError(f'{spec.label}: the command line is empty')
-    from .._mcp_server import server_log_path
+    from ..mcp_servers.process import server_log_path
 
     # keep_alive off: the server stops with the command; its stderr goes to a file (quoted when it fails to start)
     log = server_log_path(spec.group or argv[0], spec.server_log)
@@ -171,14 +171,14 @@ def mcp_source(spec: SourceSpec) -> AbstractToolset[Any]:
 
 
 def mcp_config_source(spec: SourceSpec) -> dict[str, ToolProxyGroup[Any]]:
-    """The groups of an `mcp-config` spec: one per server of the file (`_mcp_config.mcp_groups`).
+    """The groups of an `mcp-config` spec: one per server of the file (`mcp_servers.config.mcp_groups`).
 
     Raises:
         SourceError: what `ToolProxyCapability.from_mcp_config` raises (file, format, `${VAR}`, server names,
             descriptions), or a missing MCP client.
     """
     try:
-        from .._mcp_config import mcp_groups
+        from ..mcp_servers.config import mcp_groups
 
         return mcp_groups(
             spec.base_dir / spec.target,

@@ -15,7 +15,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
-from .._mcp_toolset import MCPServerToolset
+from ..mcp_servers.toolset import MCPServerToolset
 from ._hybrid import cached_coverage, describe_cache, quiet_vectors
 from ._probe import ProbeRun, definition_bytes, grouped_members, probe, text_bytes
 from ._progress import Progress

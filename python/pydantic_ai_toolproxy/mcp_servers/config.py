@@ -46,21 +46,14 @@ from typing import Any
 
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
-from ._mcp_describe import MAX_DESCRIPTION_CHARS, default_description, described
-from ._mcp_noise import quiet_stdout
-from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, shared_pool
-from ._mcp_server import (
-    LISTING_TIMEOUT,
-    first_listing,
-    prepare_transport,
-    server_log_path,
-    stderr_tail,
-    stdio_factory,
-)
-from ._mcp_toolset import MCPServerToolset, load_entries
-from .group import ToolProxyGroup
-from .grouping.names import group_id, group_ids
-from .mcp_listing_cache import DEFAULT_MAX_AGE, listing_key, open_listing_store
+from ..group import ToolProxyGroup
+from ..grouping.names import group_id, group_ids
+from ..mcp_listing_cache import DEFAULT_MAX_AGE, listing_key, open_listing_store
+from .describe import MAX_DESCRIPTION_CHARS, default_description, described
+from .noise import quiet_stdout
+from .pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, shared_pool
+from .process import LISTING_TIMEOUT, first_listing, prepare_transport, server_log_path, stderr_tail, stdio_factory
+from .toolset import MCPServerToolset, load_entries
 
 __all__ = (
     'LISTING_TIMEOUT',
@@ -133,7 +126,7 @@ def mcp_groups(
             server's command and `cwd`, are as that function reads them: relative to the process's working
             directory).
         descriptions: Server name (as written in the file) -> group description; servers not in it get one from
-            what the server says about itself (`_mcp_describe.described`: its cached listing, else its first live
+            what the server says about itself (`mcp_servers.describe.described`: its cached listing, else its first live
             start, before the first model request), else `default_description`.
         server_log: A folder for the servers' stderr, one `<group id>.log` file each (appended to; made when
             absent; `~` expanded), or None: a private temporary folder of this process (see the module docstring).
@@ -143,7 +136,7 @@ def mcp_groups(
             the embedding cache), a path, a `ListingStore`, or `'off'`/None. Every live start stores its listing.
         max_age: Seconds a cached listing stays fresh when its server announced no `ttlMs` above zero.
         start_timeout: Seconds a stdio server may take to start (spawn, `initialize`, first `tools/list`), counted
-            from the moment its start may begin (`_mcp_pool.start_slots` start at once); an entry's own
+            from the moment its start may begin (`mcp_servers.pool.start_slots` start at once); an entry's own
             `startup_timeout_sec` (or `startup_timeout_ms`) key wins (`start_timeouts`).
         idle_timeout: Seconds a stdio server no run uses stays up, or None to keep it until its event loop ends or
             the process exits.

@@ -1,4 +1,4 @@
-"""A stdio MCP server's process and its first listing, for the `mcpServers` groups (`_mcp_config`).
+"""A stdio MCP server's process and its first listing, for the `mcpServers` groups (`mcp_servers.config`).
 
 - The process: Pydantic AI builds each stdio server's FastMCP `StdioTransport` with `keep_alive` on, which keeps the
   process running after the run that started it, bound to the event loop that started it. `prepare_transport`
@@ -23,9 +23,9 @@ import anyio
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._mcp_noise import quiet_stdout
-from .grouping.names import group_id
-from .mcp_listing_cache import ServerListing
+from ..grouping.names import group_id
+from ..mcp_listing_cache import ServerListing
+from .noise import quiet_stdout
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
@@ -107,8 +107,8 @@ def prepare_transport(toolset: Any, server: str, server_log: str | os.PathLike[s
 def stdio_factory(toolset: Any, start_timeout: float, server: str = '') -> Callable[[], Any] | None:
     """A function building a fresh `MCPToolset` for the stdio server `toolset` (as `load_mcp_toolsets` builds it: the
     same command line, environment, folder and id), with its own transport (`keep_alive` off, stderr to the same
-    file, its stdout noise kept there: `_mcp_noise.quiet_stdout` for `server`) and `start_timeout` as its
-    `initialize` bound: each event loop gets its own (`_mcp_pool.ServerPool`). None for a server that is no stdio
+    file, its stdout noise kept there: `mcp_servers.noise.quiet_stdout` for `server`) and `start_timeout` as its
+    `initialize` bound: each event loop gets its own (`mcp_servers.pool.ServerPool`). None for a server that is no stdio
     process."""
     transport = getattr(getattr(toolset, 'client', None), 'transport', None)
     if transport is None or not all(hasattr(transport, a) for a in ('keep_alive', 'log_file', 'command', 'args')):

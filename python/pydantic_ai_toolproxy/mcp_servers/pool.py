@@ -154,7 +154,7 @@ class LoopServer:
         await asyncio.shield(self._ready)
 
     async def _keep(self) -> None:
-        from ._mcp_server import first_listing_with_ttl
+        from .process import first_listing_with_ttl
 
         toolset = self.toolset
         entered = False

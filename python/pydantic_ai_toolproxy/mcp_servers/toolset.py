@@ -1,5 +1,5 @@
 """`MCPServerToolset`: one server of an `mcpServers` file as a group's source, started, lazily or not, without
-ever failing a run (see `_mcp_config` for the whole story).
+ever failing a run (see `mcp_servers.config` for the whole story).
 
 A server that does not start is caught when a run enters it: that run goes on without its group, with one warning
 quoting its stderr. With a listing store, a lazy server whose cached listing is fresh is not started until a call
@@ -24,18 +24,13 @@ from pydantic_ai.tools import AgentDepsT, RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._mcp_describe import described
-from ._mcp_pool import LoopServer, ServerPool, StartFailed
-from ._mcp_server import (
-    _log_size,
-    first_listing_with_ttl,
-    stderr_tail,
-    tools_from_listing,
-)
-from ._same import same_value
-from .grouping.members import bad_member_name, unsupported_member
-from .grouping.names import group_id
-from .mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
+from .._same import same_value
+from ..grouping.members import bad_member_name, unsupported_member
+from ..grouping.names import group_id
+from ..mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
+from .describe import described
+from .pool import LoopServer, ServerPool, StartFailed
+from .process import _log_size, first_listing_with_ttl, stderr_tail, tools_from_listing
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
@@ -61,7 +56,7 @@ class _Shared:
     written: bool | None = None
     """Whether the last write stored the listing (None: none finished yet)."""
     description: str | None = None
-    """The group description from what the server said (`_mcp_describe.described`): set from its cached entry at
+    """The group description from what the server said (`mcp_servers.describe.described`): set from its cached entry at
     construction, else at its first live start; never changed once set (None: not yet, or nothing usable)."""
     listeners: list[Callable[[str], bool]] = field(default_factory=list)
     """Told `description` when it is set at a live start (`bind_description`); one answering False is dropped."""
@@ -191,7 +186,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     max_age: float = DEFAULT_MAX_AGE
     shared: _Shared = field(default_factory=_Shared, repr=False, compare=False)
     pool: ServerPool | None = field(default=None, repr=False, compare=False)
-    """The server's processes kept across runs (`_mcp_pool`), one per event loop; None for a server that is no stdio
+    """The server's processes kept across runs (`mcp_servers.pool`), one per event loop; None for a server that is no stdio
     process (entered by each run, as Pydantic AI enters it)."""
     start_error: Exception | None = field(default=None, init=False, repr=False, compare=False)
     start_failure: str = field(default='', init=False, repr=False, compare=False)
