@@ -14,7 +14,7 @@ from pydantic_ai.toolsets import FunctionToolset
 from support import Script, returns
 
 from pydantic_ai_toolproxy import _core, search_strategy
-from pydantic_ai_toolproxy._strategy import GROUP
+from pydantic_ai_toolproxy.search.strategy import GROUP
 
 
 def deferred(name: str, description: str, params: dict[str, Any] | None = None) -> Tool[Any]:

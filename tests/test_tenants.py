@@ -21,9 +21,9 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from support import CALL, SEARCH, page_of, returns
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
-from pydantic_ai_toolproxy._index_cache import SearchIndexCache
 from pydantic_ai_toolproxy._private import DynamicToolset
 from pydantic_ai_toolproxy.grouping import member_listing as _member_listing
+from pydantic_ai_toolproxy.search.index_cache import SearchIndexCache
 
 TOOLS = 40
 

@@ -11,7 +11,7 @@ unique). ``rank_many`` (where present) ranks a batch of queries at once.
   names and descriptions) is measured as the model would see it.
 * :class:`ToolProxyRanker` - this package's Rust index (``_core.SearchIndex``) fed the records
   ``(canonical name, group, local name, description, parameters_json_schema)`` built by the package's own
-  ``grouping.directory.index_record``, as ``_index_cache.IndexSlot.sync`` builds them (and the group descriptions);
+  ``grouping.directory.index_record``, as ``search.index_cache.IndexSlot.sync`` builds them (and the group descriptions);
   searched across all groups. Used by ``tests/test_search_quality.py``; not a row of the tables.
 * :class:`A13nToolSearchRanker` - a13n-harness 0.21's ToolSearch ranking
   (``a13n_harness.toolsets.tool_search._search_matches``) over the same groups, with the grouped names

@@ -18,7 +18,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._strategy import ToolProxySearchStrategy, search_strategy
     from .capability import ToolProxyCapability
     from .config import ToolProxyConfig
     from .embedding_store import (
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from .explain import SearchExplanation, TermMatch
     from .group import ToolProxyGroup
     from .plan import ToolProxyPlan, ToolProxySelection
+    from .search.strategy import ToolProxySearchStrategy, search_strategy
 
     __version__: str
 
@@ -64,8 +64,8 @@ _HOMES = {
     'ToolProxyGroup': '.group',
     'ToolProxyPlan': '.plan',
     'ToolProxySelection': '.plan',
-    'ToolProxySearchStrategy': '._strategy',
-    'search_strategy': '._strategy',
+    'ToolProxySearchStrategy': '.search.strategy',
+    'search_strategy': '.search.strategy',
 }
 """Public name -> the module defining it: imported at first use, so `toolproxy --help` (the `cli` subpackage)
 loads neither Pydantic AI nor the Rust core."""

@@ -13,11 +13,11 @@ from typing import Any
 from pydantic_ai.tools import RunContext
 
 from . import _core
-from ._index_cache import SearchIndexCache
 from .config import ToolProxyConfig
 from .grouping.directory import Directory, DirectoryCache
 from .hybrid.store_io import open_store
 from .hybrid.vectors import ToolVectors
+from .search.index_cache import SearchIndexCache
 
 __all__ = ('ProxyRuntime',)
 

@@ -27,12 +27,12 @@ IndexRecord = tuple[str, str, str, str, object]
 
 def index_record(canonical: str, group: str, description: object, parameters_json_schema: object) -> IndexRecord:
     """The search-index record of the member registered as `canonical` in `group`: the one way records are built
-    (`_index_cache.IndexSlot.sync`, for the search control and the `ToolSearch` strategy alike, and the benchmarks
+    (`search.index_cache.IndexSlot.sync`, for the search control and the `ToolSearch` strategy alike, and the benchmarks
     that feed `_core.SearchIndex` directly).
 
     `description` is the tool definition's (a non-str, e.g. None, is indexed as ''); `parameters_json_schema` is
     passed as is (the core extracts its text). The local name is split off with `grouping.names.local_name`, by the group;
-    group '' (the strategy's deferred tools, which have no group, `_strategy.GROUP`) keeps the whole name.
+    group '' (the strategy's deferred tools, which have no group, `search.strategy.GROUP`) keeps the whole name.
 
     ```python
     from pydantic_ai_toolproxy.grouping.directory import index_record

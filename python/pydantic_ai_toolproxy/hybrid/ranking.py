@@ -1,5 +1,5 @@
 """When hybrid ranking applies, and the ranking itself: the one place the search control (`_search`) and the
-`ToolSearch` strategy (`_strategy`) decide between keywords and hybrid and ask the core for the ranked keys.
+`ToolSearch` strategy (`search.strategy`) decide between keywords and hybrid and ask the core for the ranked keys.
 
 A search with an embedder first waits for its tools' vectors and embeds its queries (`await_vectors`, outside the
 lock), then, under the lock with the index synced to the step's tools, ranks each query (`rank`): hybrid
@@ -65,10 +65,10 @@ class Ranked:
 
 class IndexSource(Protocol):
     """The index one search ranks, as `await_vectors` reads it: the search control's (`_search`, a slot of the
-    proxy's `SearchIndexCache` synced to the step's directory) or the `ToolSearch` strategy's (`_strategy`)."""
+    proxy's `SearchIndexCache` synced to the step's directory) or the `ToolSearch` strategy's (`search.strategy`)."""
 
     def sync(self) -> _core.SearchIndex:
-        """Bring the index to the search's tools (`_index_cache.IndexSlot.sync`, which queues the tools without a
+        """Bring the index to the search's tools (`search.index_cache.IndexSlot.sync`, which queues the tools without a
         vector) and return it. Called with the vectors' lock held; on a core error it drops that index and raises
         what its owner makes of the error."""
         ...

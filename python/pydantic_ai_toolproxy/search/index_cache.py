@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from itertools import repeat
 from typing import Protocol
 
-from . import _core
-from .grouping.directory import Directory, IndexRecord, index_record
+from .. import _core
+from ..grouping.directory import Directory, IndexRecord, index_record
 
 __all__ = ('MAX_INDEXED_TOOLS', 'MAX_INDEXES', 'IndexFollower', 'IndexSlot', 'IndexedTools', 'SearchIndexCache')
 
@@ -35,7 +35,7 @@ _SAMPLE = 64
 
 class IndexedTools(Protocol):
     """The tools one index is synced to (`IndexSlot.sync`), as parallel lists in listing order: a step's `Directory`
-    (the search control, unknown-name retries), or the `ToolSearch` strategy's deferred tools (`_strategy.ToolList`).
+    (the search control, unknown-name retries), or the `ToolSearch` strategy's deferred tools (`search.strategy.ToolList`).
     Weak-referenceable: a slot remembers the listing it synced last."""
 
     names: list[str]
@@ -134,7 +134,7 @@ class IndexSlot:
         return index
 
     def sync(self, tools: IndexedTools, *, verify: bool = True) -> None:
-        """Bring the index to `tools` (a step's `Directory`, or the `ToolSearch` strategy's `_strategy.ToolList`): the
+        """Bring the index to `tools` (a step's `Directory`, or the `ToolSearch` strategy's `search.strategy.ToolList`): the
         one index sync, for the search control, unknown-name retries and the strategy alike. Call with the lock that
         guards this slot held.
 

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.tools import RunContext, ToolDefinition
 
-from . import _core
-from ._index_cache import IndexSlot
-from .config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
-from .hybrid.ranking import QueryVector, await_vectors, rank
-from .hybrid.store_io import open_store
-from .hybrid.vectors import ToolVectors
+from .. import _core
+from ..config import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache, ToolProxyConfig
+from ..hybrid.ranking import QueryVector, await_vectors, rank
+from ..hybrid.store_io import open_store
+from ..hybrid.vectors import ToolVectors
+from .index_cache import IndexSlot
 
 if TYPE_CHECKING:
     from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-    from .embedding_store import EmbeddingStore
+    from ..embedding_store import EmbeddingStore
 
 __all__ = ('GROUP', 'ToolList', 'ToolProxySearchStrategy', 'search_strategy')
 
@@ -38,7 +38,7 @@ group name adds no searchable text (a real group name would be a term of every t
 
 
 class ToolList:
-    """The deferred tools of one strategy call as the index sync reads them (`_index_cache.IndexedTools`): names,
+    """The deferred tools of one strategy call as the index sync reads them (`search.index_cache.IndexedTools`): names,
     descriptions and schema objects in the order given, all under `GROUP`. A name listed twice counts once, with
     its first definition, as in `ToolSearch`'s own lookup."""
 
@@ -106,7 +106,7 @@ class ToolProxySearchStrategy:
     Build it with `search_strategy()`. One instance holds one `_core.SearchIndex` for as long as it lives (the
     `ToolSearch` capability that holds it, usually the agent's lifetime), so the index is built by the first search
     and kept across calls and runs. Each call brings it to exactly the `tools` it is given with the search
-    control's own sync (`_index_cache.IndexSlot.sync`): the lists of names, descriptions and schema objects are
+    control's own sync (`search.index_cache.IndexSlot.sync`): the lists of names, descriptions and schema objects are
     compared with the last call's (in C, without visiting each tool in Python), and the schemas' content
     fingerprints with those indexed, so a schema edited in place is indexed again at once; when anything differs,
     only tools whose description or schema changed are upserted and vanished tools are removed. Thread-safe: one lock covers syncing and ranking, so concurrent runs (in threads or tasks) each
