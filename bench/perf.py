@@ -60,7 +60,7 @@ from bench.lib.replicas import Fn, corpus, keyword_queries, nl_questions, record
 from bench.lib.tables import table
 from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import _core
-from pydantic_ai_toolproxy._search import entry_size
+from pydantic_ai_toolproxy.controls.search import entry_size
 from pydantic_ai_toolproxy.grouping.directory import index_record
 from pydantic_ai_toolproxy.grouping.names import canonical_name
 

@@ -36,8 +36,8 @@ from bench.lib.loopback_llm import LoopbackServer
 from bench.lib.replicas import corpus
 from examples.bfcl_tools import load_bfcl_functions
 from pydantic_ai_toolproxy import ToolProxyCapability
-from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
 from pydantic_ai_toolproxy.capability import ProxyGuidance
+from pydantic_ai_toolproxy.controls.surface import ProxySurfaceToolset
 from pydantic_ai_toolproxy.grouping.members import GroupMemberToolset
 
 OWN_WORK = (

@@ -21,8 +21,9 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from support import CALL, SEARCH, Script, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _controls
-from pydantic_ai_toolproxy._controls import MAX_DERIVED
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from pydantic_ai_toolproxy.controls import toolset as _controls
+from pydantic_ai_toolproxy.controls.toolset import MAX_DERIVED
 
 pytestmark = pytest.mark.anyio
 

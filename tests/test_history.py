@@ -1,7 +1,7 @@
 """Host-owned history is never edited: the proxy rewrites what a request sends, in copies.
 
 Pydantic AI's retry for an unknown tool name lists every registered tool; the proxy sends the model a short one
-instead (`_unknown.py`). It does so in the request's own list: the `ModelRequest` objects of the run's history, of
+instead (`controls/unknown.py`). It does so in the request's own list: the `ModelRequest` objects of the run's history, of
 a `message_history` the host passed and of an earlier `result.all_messages()` keep Pydantic AI's text, so a stored
 transcript stays byte-identical and an agent without the proxy continues it as it was written. Real runs with a
 scripted `FunctionModel`; what the model received is read from the messages it was given.

@@ -26,8 +26,9 @@ from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from support import SEARCH, Script, page_of, returns
 
-from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup, _search
-from pydantic_ai_toolproxy._search import KEYWORD, Ranking
+from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
+from pydantic_ai_toolproxy.controls import search as _search
+from pydantic_ai_toolproxy.controls.search import KEYWORD, Ranking
 from pydantic_ai_toolproxy.hybrid import fill
 from pydantic_ai_toolproxy.hybrid import vectors as vectors_module
 
@@ -332,7 +333,7 @@ def test_pages_cover_the_ranked_set_exactly_once(query: str, limit: int, group: 
 async def test_each_search_reports_the_ranking_that_ran(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """`_search.search_page` returns the `Ranking` (and the page's bytes) beside the page (for span attributes);
+    """`controls.search.search_page` returns the `Ranking` (and the page's bytes) beside the page (for span attributes);
     the search control passes the page on. Recorded here by wrapping `search_page`."""
     seen: list[Ranking] = []
     original = _search.search_page

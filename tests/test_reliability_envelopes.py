@@ -366,7 +366,7 @@ NEXT_STEP = (
     'Use `search_proxy_tools`',  # unknown tool in a known group
     'Fix `arguments`',  # the target's validation errors
     'Call `',  # a member called directly: "Call `call_proxy_tool` with {...} instead."
-    'Find grouped tools with `search_vault`',  # an unknown direct tool name (rewritten by `_unknown`; this test's control names)
+    'Find grouped tools with `search_vault`',  # an unknown direct tool name (rewritten by `controls.unknown`; this test's control names)
 )
 
 

@@ -374,7 +374,7 @@ def test_the_planned_page_size_is_the_serialized_page_the_model_gets(
     from pydantic_ai.messages import tool_return_ta
     from pydantic_core import from_json
 
-    from pydantic_ai_toolproxy._search import entry_json
+    from pydantic_ai_toolproxy.controls.search import entry_json
 
     try:
         encoded = [entry_json(e) for e in entries]

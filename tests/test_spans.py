@@ -19,7 +19,7 @@ from support import CALL, SEARCH, Script, page_of, returns_by_id
 from tools_fixtures import billing_toolset, crm_toolset
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyGroup
-from pydantic_ai_toolproxy._spans import ATTRIBUTES, REFUSALS
+from pydantic_ai_toolproxy.controls.spans import ATTRIBUTES, REFUSALS
 
 QUERY = 'customer display name'
 

@@ -1,6 +1,6 @@
 """A transcript shared by tenants: the same `message_history` objects start runs of different tenants (one shared
 capability whose source lists per-deps member sets). Each run's model reads the short unknown-tool retry written for
-its own tenant's tools, never one written by another tenant's run (`_unknown.RetryRewrites` is kept per run). The
+its own tenant's tools, never one written by another tenant's run (`controls.unknown.RetryRewrites` is kept per run). The
 tenants and their catalogues are tests/test_tenants.py's.
 """
 

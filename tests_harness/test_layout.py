@@ -125,7 +125,7 @@ def _import_all(modules: list[str]) -> tuple[int, str]:
 
 
 def test_every_module_imports_in_a_fresh_interpreter_in_either_order() -> None:
-    """All modules, leaves first (sorted: `_call` before `capability`) and roots first (reversed), each order in a
+    """All modules, leaves first (sorted: `_interop` before `capability`) and roots first (reversed), each order in a
     fresh interpreter; the graph test above is the complete check, this one catches what only running can."""
     order = sorted(MODULES, key=lambda m: m.split('.'))
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -14,9 +14,9 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
-from pydantic_ai_toolproxy._call import _interrupted_by, mcp_error_classes
 from pydantic_ai_toolproxy._messages import FailureReason
 from pydantic_ai_toolproxy.cli._probe import probe
+from pydantic_ai_toolproxy.controls.call import _interrupted_by, mcp_error_classes
 from pydantic_ai_toolproxy.grouping.directory import index_record
 from pydantic_ai_toolproxy.grouping.members import unsupported_member
 
@@ -150,7 +150,7 @@ async def test_a_failed_search_carries_its_reason_to_the_probe() -> None:
 
 
 def test_each_advertised_schema_is_a_fresh_copy() -> None:
-    from pydantic_ai_toolproxy._controls import with_groups
+    from pydantic_ai_toolproxy.controls.toolset import with_groups
 
     proxy = ToolProxyCapability(
         groups={'crm': ToolProxyGroup(source=FunctionToolset([customer_name]), description='Customer records')}

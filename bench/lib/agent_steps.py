@@ -27,9 +27,9 @@ from pydantic_ai.tools import Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from pydantic_ai_toolproxy import ToolProxyCapability, ToolProxyConfig, ToolProxyGroup
-from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
 from pydantic_ai_toolproxy.capability import ProxyGuidance
 from pydantic_ai_toolproxy.cli._probe import definition_bytes
+from pydantic_ai_toolproxy.controls.surface import ProxySurfaceToolset
 from pydantic_ai_toolproxy.grouping.members import GroupMemberToolset
 
 SEARCH = 'search_proxy_tools'

@@ -41,7 +41,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import CombinedToolset
 
 from pydantic_ai_toolproxy import ToolProxyCapability
-from pydantic_ai_toolproxy._surface import ProxySurfaceToolset
+from pydantic_ai_toolproxy.controls.surface import ProxySurfaceToolset
 from pydantic_ai_toolproxy.mcp_listing_cache import SQLiteListingStore
 
 SERVER = str(Path(__file__).resolve().parent / 'slow_mcp_server.py')

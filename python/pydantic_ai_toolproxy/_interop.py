@@ -3,7 +3,7 @@
 With CodeAct (docs/a13n-harness.md): Pydantic AI alone has no CodeAct runner and no proxy protocol, so a plain run uses
 `PLAIN`, which changes nothing. In a run whose deps are an a13n-harness `AgentContext`, `interop_for` returns the
 harness adapter (`harness.codeact.HarnessInterop`), which publishes the harness's proxy protocol on the proxy's
-tools. The core (`grouping.members`, `_controls`, `_search`) only ever talks to a `RunInterop`; it never imports
+tools. The core (`grouping.members`, `controls.toolset`, `controls.search`) only ever talks to a `RunInterop`; it never imports
 a13n-harness, and this module imports the harness adapter only once such a run is seen: a plain run never
 imports `a13n_harness` (the check reads `sys.modules`, so it costs a dict lookup when the harness is not loaded).
 """

@@ -22,15 +22,15 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import ValidationError
 
 from . import _core
-from ._call import envelope_retry, search_arguments_retry
-from ._controls import ControlToolset, advertised_controls
-from ._instructions import guidance
 from ._messages import retry, shown
 from ._private import AgentInstructions, DynamicToolset
 from ._runtime import ProxyRuntime
-from ._surface import ProxySurfaceToolset, refuse_rewrapping
-from ._unknown import shorten_unknown_tool_retries
 from .config import ToolProxyConfig
+from .controls.call import envelope_retry, search_arguments_retry
+from .controls.instructions import guidance
+from .controls.surface import ProxySurfaceToolset, refuse_rewrapping
+from .controls.toolset import ControlToolset, advertised_controls
+from .controls.unknown import shorten_unknown_tool_retries
 from .explain import SearchExplanation, explain_tools
 from .group import ToolProxyGroup
 from .grouping.directory import Directory

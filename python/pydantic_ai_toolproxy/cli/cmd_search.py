@@ -11,8 +11,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from .._search import entry_size
 from ..capability import ToolProxyCapability
+from ..controls.search import entry_size
 from ._embed import embed_surface
 from ._hybrid import quiet_vectors
 from ._probe import probe

@@ -108,7 +108,7 @@ def unsupported_member_reason(tool_def: ToolDefinition) -> str | None:
 @dataclass
 class Dispatch:
     """The call control's dispatch of one member, running in the current task (`dispatch`): the one value the call
-    control (`_call.run_call`), the member toolset (`GroupMemberToolset.call_tool`) and the direct-call guard
+    control (`controls.call.run_call`), the member toolset (`GroupMemberToolset.call_tool`) and the direct-call guard
     (`ToolProxyCapability.before_tool_validate`, through `dispatching`) share.
 
     A deferral raised once `entered` is True came from the source's `call_tool` (the tool's body, or a wrapper

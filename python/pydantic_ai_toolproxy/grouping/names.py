@@ -4,7 +4,7 @@ Every member stays registered in the `ToolManager` under its canonical name. The
 spelling alone is ambiguous when a group name ends in `_` or a tool name starts with one (group `ops` + tool
 `_purge` and group `ops_` + tool `purge` both spell `ops___purge`), so a canonical name is split only with the
 group that owns it (`local_name`), never by searching for the separator; the proxy refuses two members that
-spell the same name at preparation (`_surface.ProxySurfaceToolset.merge`).
+spell the same name at preparation (`controls.surface.ProxySurfaceToolset.merge`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""When hybrid ranking applies, and the ranking itself: the one place the search control (`_search`) and the
+"""When hybrid ranking applies, and the ranking itself: the one place the search control (`controls.search`) and the
 `ToolSearch` strategy (`search.strategy`) decide between keywords and hybrid and ask the core for the ranked keys.
 
 A search with an embedder first waits for its tools' vectors and embeds its queries (`await_vectors`, outside the
@@ -64,7 +64,7 @@ class Ranked:
 
 
 class IndexSource(Protocol):
-    """The index one search ranks, as `await_vectors` reads it: the search control's (`_search`, a slot of the
+    """The index one search ranks, as `await_vectors` reads it: the search control's (`controls.search`, a slot of the
     proxy's `SearchIndexCache` synced to the step's directory) or the `ToolSearch` strategy's (`search.strategy`)."""
 
     def sync(self) -> _core.SearchIndex:

@@ -3,7 +3,7 @@
 With Pydantic AI's instrumentation on (the `Instrumentation` capability, `Agent.instrument_all()`, or Logfire), each
 tool call runs inside its own span; Pydantic AI's documented way for another capability to annotate it is
 `opentelemetry.trace.get_current_span().set_attribute(...)`. The controls call `searched` and `called` (from
-`_controls.py`), which run `search_page` / `run_call` and set the attributes below on the control's span. Without
+`controls/toolset.py`), which run `search_page` / `run_call` and set the attributes below on the control's span. Without
 instrumentation (or when the current span is not the control's own) nothing is computed.
 
 Content follows Pydantic AI's `include_content` (`ctx.trace_include_content`): without it no query text, no
@@ -22,12 +22,12 @@ from pydantic_ai.exceptions import ModelRetry, ToolFailed, ToolRetryError, Usage
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.tools import RunContext
 
-from . import _core
-from ._call import normalize_arguments
-from ._messages import ProxyFailed
-from ._runtime import ProxyRuntime
-from .grouping.directory import Member
-from .hybrid.ranking import Ranking
+from .. import _core
+from .._messages import ProxyFailed
+from .._runtime import ProxyRuntime
+from ..grouping.directory import Member
+from ..hybrid.ranking import Ranking
+from .call import normalize_arguments
 
 __all__ = ('ATTRIBUTES', 'called', 'control_span', 'searched')
 

@@ -23,13 +23,13 @@ from pydantic_ai.tools import RunContext, Tool, ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from . import _search
-from ._call import run_call
-from ._instructions import call_description, group_summary, search_description
-from ._interop import CONTROLS_POLICY, ControlsPolicy, interop_for
-from ._runtime import ProxyRuntime
-from ._spans import called, searched
-from .config import ToolProxyConfig
+from .._interop import CONTROLS_POLICY, ControlsPolicy, interop_for
+from .._runtime import ProxyRuntime
+from ..config import ToolProxyConfig
+from . import search as _search
+from .call import run_call
+from .instructions import call_description, group_summary, search_description
+from .spans import called, searched
 
 __all__ = ('Advertised', 'ControlToolset', 'advertised_controls', 'advertised_schema', 'with_groups')
 
@@ -205,7 +205,7 @@ class ControlToolset(FunctionToolset[Any]):
             ] = 0,
         ) -> dict[str, Any]:
             """Find grouped tools by keywords and return their current schemas."""
-            # Looked up per call: `_search.search_page` is the one ranking entry point (tests wrap it there).
+            # Looked up per call: `controls.search.search_page` is the one ranking entry point (tests wrap it there).
             return await searched(ctx, runtime, query, group, limit, offset, _search.search_page)
 
         async def call(

@@ -22,10 +22,10 @@ from pydantic_ai.tools import AgentDepsT, RunContext
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, PrefixedToolset, RenamedToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ._controls import ControlToolset
-from ._private import gather
-from .grouping.members import GroupMemberToolset
-from .mcp_servers.toolset import MCPServerToolset
+from .._private import gather
+from ..grouping.members import GroupMemberToolset
+from ..mcp_servers.toolset import MCPServerToolset
+from .toolset import ControlToolset
 
 __all__ = ('ProxySurfaceToolset',)
 

@@ -35,9 +35,9 @@ from typing import Any, TypeGuard
 
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 
-from ._messages import bounded, listing, shown
-from ._runtime import ProxyRuntime
-from .grouping.directory import Directory
+from .._messages import bounded, listing, shown
+from .._runtime import ProxyRuntime
+from ..grouping.directory import Directory
 
 __all__ = ('RetryRewrites', 'rewrites_of', 'shorten_unknown_tool_retries', 'unknown_tool_message')
 

@@ -31,11 +31,11 @@ from pydantic_ai.messages import ModelResponse, RetryInfo, ToolCallPart, ToolRet
 from pydantic_ai.tools import RunContext, ToolDenied
 from pydantic_core import ValidationError
 
-from ._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
-from ._runtime import ProxyRuntime
-from .grouping.directory import Directory, Member
-from .grouping.members import Dispatch, GroupMemberToolset, dispatch
-from .grouping.names import canonical_name
+from .._messages import ENVELOPE_HINT, bounded, cut, failed, listing, retry, shown
+from .._runtime import ProxyRuntime
+from ..grouping.directory import Directory, Member
+from ..grouping.members import Dispatch, GroupMemberToolset, dispatch
+from ..grouping.names import canonical_name
 
 __all__ = (
     'charged_retry',
@@ -436,7 +436,7 @@ async def run_call(
     resolved: Callable[[Member], None] | None = None,
 ) -> Any:
     """Run the target through `ctx.tool_manager.handle_call` and return its result; `resolved` (the span's, see
-    `_spans.called`) is told the member `(group, tool)` resolved to, before anything else runs.
+    `controls.spans.called`) is told the member `(group, tool)` resolved to, before anything else runs.
 
     Raises:
         ModelRetry: bad envelope, unknown group/tool.

@@ -9,13 +9,13 @@ from pydantic_ai.messages import tool_return_ta
 from pydantic_ai.tools import RunContext
 from pydantic_core import from_json
 
-from . import _core
-from ._interop import interop_for
-from ._messages import FailureReason, ProxyFailed, cut, failed, listing, retry, shown
-from ._runtime import ProxyRuntime
-from .grouping.directory import Directory, Member
-from .hybrid.ranking import KEYWORD, Ranking, await_vectors, rank
-from .search.index_cache import SearchIndexCache
+from .. import _core
+from .._interop import interop_for
+from .._messages import FailureReason, ProxyFailed, cut, failed, listing, retry, shown
+from .._runtime import ProxyRuntime
+from ..grouping.directory import Directory, Member
+from ..hybrid.ranking import KEYWORD, Ranking, await_vectors, rank
+from ..search.index_cache import SearchIndexCache
 
 __all__ = ('KEYWORD', 'Ranking', 'entry_for', 'entry_json', 'entry_size', 'search_page')
 

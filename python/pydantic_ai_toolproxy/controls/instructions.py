@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .config import ToolProxyConfig
+from ..config import ToolProxyConfig
 
 __all__ = ('call_description', 'group_summary', 'guidance', 'search_description')
 
