@@ -15,6 +15,7 @@ One module a concept:
 - `sqlite`: `SQLiteEmbeddingStore(path)`, the embedded default: one file, safe for the processes of one machine.
 - `postgres`: `PostgresEmbeddingStore(url_or_pool)` and `PostgresListingStore`, one database for a fleet of
   machines (the `postgres` extra: psycopg 3).
+- `postgres_db`: the database both PostgreSQL stores use: connections, tables, faults and their pause.
 - `paths`: `default_embedding_cache_path()`, `default_listing_cache_path()`.
 - `listings`: the MCP listing stores (`ListingStore`, `ServerListing`, memory and SQLite).
 - `opening`: `open_embedding_store(setting)`, what `ToolProxyConfig.embedding_cache` names.
