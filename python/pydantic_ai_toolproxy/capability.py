@@ -28,9 +28,9 @@ from ._runtime import ProxyRuntime
 from .config import ToolProxyConfig
 from .controls.call import envelope_retry, search_arguments_retry
 from .controls.instructions import guidance
-from .controls.surface import ProxySurfaceToolset, refuse_rewrapping
-from .controls.toolset import ControlToolset, advertised_controls
-from .controls.unknown import shorten_unknown_tool_retries
+from .controls.request import offer_tools
+from .controls.surface import ProxySurfaceToolset
+from .controls.toolset import ControlToolset
 from .explain import SearchExplanation, explain_tools
 from .group import ToolProxyGroup
 from .grouping.directory import Directory
@@ -117,28 +117,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
             config = ToolProxyConfig()
         elif not isinstance(config, ToolProxyConfig):
             raise TypeError(f'ToolProxyCapability(config=...) must be a ToolProxyConfig, got {config!r}')
-        frozen: dict[str, ToolProxyGroup[AgentDepsT]] = {}
-        seen_sources: dict[int, str] = {}
-        for name, group in groups.items():
-            if not isinstance(name, str):
-                raise TypeError(f'ToolProxy group names must be str, got {name!r}')
-            _core.validate_group_name(name)
-            if not isinstance(group, ToolProxyGroup):
-                raise TypeError(f'ToolProxy group {name!r} must be a ToolProxyGroup, got {type(group).__name__}')
-            _core.validate_group_description(name, group.description)
-            if getattr(group.source, 'defer_loading', False) is True:
-                raise ValueError(
-                    f'The source of ToolProxy group {name!r} ({type(group.source).__name__}) has defer_loading=True; proxy '
-                    'discovery and native deferred loading are distinct interfaces. Remove defer_loading=True from the '
-                    'source to group it, or install it directly (ungrouped) to keep deferred loading.'
-                )
-            if (other := seen_sources.get(id(group.source))) is not None:
-                raise TypeError(
-                    f'ToolProxy groups {other!r} and {name!r} use the same source instance; a source belongs to one '
-                    'group. Combine the groups, or construct the source twice with distinct tools.'
-                )
-            seen_sources[id(group.source)] = name
-            frozen[name] = group
+        frozen = _checked_groups(groups)
         runtime = ProxyRuntime(
             config=config,
             descriptions={name: g.description for name, g in frozen.items()},
@@ -420,44 +399,7 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
         request_context = await super().before_model_request(ctx, request_context)
         if not self.groups:
             return request_context
-        runtime = self._runtime
-        directory = runtime.directory(ctx)
-        runtime.search_index.keep_up(directory, ctx.run_id)
-        if runtime.vectors is not None:
-            await runtime.vectors.wait_for_tools(0)  # start embedding the step's new tools now, without waiting
-        params = request_context.model_request_parameters
-        config = runtime.config
-        manager_tools = ctx.tool_manager.tools if ctx.tool_manager is not None and ctx.tool_manager.tools else {}
-        search_def = call_def = None
-        kept: list[ToolDefinition] = []
-        members = directory.tools  # the dict itself: a membership test per offered tool, in C
-        for tool_def in params.function_tools:
-            name = tool_def.name
-            if name in members:
-                continue
-            if name in (config.search_name, config.call_name):
-                tool = manager_tools.get(name)
-                if tool is not None and tool.toolset is self._controls:
-                    if name == config.search_name:
-                        search_def = tool_def
-                    else:
-                        call_def = tool_def
-                    continue
-            kept.append(tool_def)
-        refuse_rewrapping(directory.foreign_toolsets, self._controls)
-        if any(d is not None and d.defer_loading for d in (search_def, call_def)):
-            raise UserError(
-                f'Something defers the ToolProxy controls ({config.search_name!r}, {config.call_name!r}), e.g. '
-                "Pydantic AI's ToolSearch(tools='all') beside ToolProxyCapability: the model would be offered no way "
-                'to search or call the grouped tools, and could find the grouped tools themselves by their canonical '
-                'names. Select only the tools to defer (ToolSearch(tools=[names]) or a predicate that leaves the '
-                "controls and the grouped tools out): the grouped tools are already behind the proxy's own search."
-            )
-        if directory.groups and search_def is not None and call_def is not None:
-            kept.extend(advertised_controls(self._controls, search_def, call_def, directory.groups))
-        request_context.model_request_parameters = replace(params, function_tools=kept)
-        shorten_unknown_tool_retries(request_context.messages, runtime, directory, [t.name for t in kept], ctx.run_id)
-        return request_context
+        return await offer_tools(ctx, request_context, self._runtime, self._controls)
 
     async def before_tool_validate(
         self, ctx: RunContext[AgentDepsT], *, call: ToolCallPart, tool_def: ToolDefinition, args: RawToolArgs
@@ -497,6 +439,33 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
                     raise envelope_retry(error, config.search_name, config.call_name) from None
                 raise search_arguments_retry(error, config.search_name) from None
         return await super().on_tool_validate_error(ctx, call=call, tool_def=tool_def, args=args, error=error)
+
+
+def _checked_groups(groups: Mapping[str, ToolProxyGroup[Any]]) -> dict[str, ToolProxyGroup[Any]]:
+    """A copy of `groups` once each name, description and source is checked (`ToolProxyCapability`'s Raises)."""
+    frozen: dict[str, ToolProxyGroup[Any]] = {}
+    seen_sources: dict[int, str] = {}
+    for name, group in groups.items():
+        if not isinstance(name, str):
+            raise TypeError(f'ToolProxy group names must be str, got {name!r}')
+        _core.validate_group_name(name)
+        if not isinstance(group, ToolProxyGroup):
+            raise TypeError(f'ToolProxy group {name!r} must be a ToolProxyGroup, got {type(group).__name__}')
+        _core.validate_group_description(name, group.description)
+        if getattr(group.source, 'defer_loading', False) is True:
+            raise ValueError(
+                f'The source of ToolProxy group {name!r} ({type(group.source).__name__}) has defer_loading=True; proxy '
+                'discovery and native deferred loading are distinct interfaces. Remove defer_loading=True from the '
+                'source to group it, or install it directly (ungrouped) to keep deferred loading.'
+            )
+        if (other := seen_sources.get(id(group.source))) is not None:
+            raise TypeError(
+                f'ToolProxy groups {other!r} and {name!r} use the same source instance; a source belongs to one '
+                'group. Combine the groups, or construct the source twice with distinct tools.'
+            )
+        seen_sources[id(group.source)] = name
+        frozen[name] = group
+    return frozen
 
 
 def _called_by_model(ctx: RunContext[Any], call: ToolCallPart) -> bool:

@@ -2,6 +2,7 @@
 
 - `surface`: `ProxySurfaceToolset`, one toolset holding the members and the two controls;
 - `toolset`: `ControlToolset`, the two control tools and the schemas advertised for them each step;
+- `request`: what one model request offers: members hidden, the controls advertised with the step's groups;
 - `search`: the search control's ranked, byte-budgeted pages;
 - `call`: the call control: resolution against the step's directory and dispatch through `ctx.tool_manager`;
 - `unknown`: short retries for calls of tool names that do not exist;
