@@ -12,25 +12,13 @@ from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from . import _core
 from ._urls import is_postgres_url, looks_like_database_url, redacted
+from .stores.paths import DEFAULT_EMBEDDING_CACHE, DefaultEmbeddingCache
 
 if TYPE_CHECKING:
     from .embedding_store import EmbeddingStore
 
 __all__ = ('DEFAULT_EMBEDDING_CACHE', 'DefaultEmbeddingCache', 'ToolProxyConfig')
 
-
-@dataclass(frozen=True)
-class DefaultEmbeddingCache:
-    """The type of `DEFAULT_EMBEDDING_CACHE`: the file `default_embedding_cache_path()` names when the store is first
-    opened (`$TOOLPROXY_EMBEDDING_CACHE`, `off` for memory only, else the platform's cache folder; see
-    docs/embedding-cache.md)."""
-
-    def __repr__(self) -> str:
-        return 'DEFAULT_EMBEDDING_CACHE'
-
-
-DEFAULT_EMBEDDING_CACHE = DefaultEmbeddingCache()
-"""`ToolProxyConfig.embedding_cache`'s default: the documented default file, resolved when first opened."""
 
 MAX_WAIT_SECONDS = 600.0
 """Upper bound of `embedding_wait`, `query_timeout` and `embedding_timeout`, in seconds."""

@@ -7,9 +7,14 @@ import os
 from typing import TYPE_CHECKING
 
 from .._urls import POSTGRES_SCHEMES, is_postgres_url, looks_like_database_url, redacted
-from ..config import DefaultEmbeddingCache
 from .listings import ListingStore, SQLiteListingStore
-from .paths import CACHE_ENV, LISTING_CACHE_ENV, default_embedding_cache_path, default_listing_cache_path
+from .paths import (
+    CACHE_ENV,
+    LISTING_CACHE_ENV,
+    DefaultEmbeddingCache,
+    default_embedding_cache_path,
+    default_listing_cache_path,
+)
 from .sqlite import SQLiteEmbeddingStore
 
 if TYPE_CHECKING:

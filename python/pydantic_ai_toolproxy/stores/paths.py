@@ -1,17 +1,40 @@
-"""Where the embedded default stores live: `default_embedding_cache_path`, `default_listing_cache_path`."""
+"""Where the embedded default stores live: `default_embedding_cache_path`, `default_listing_cache_path`, and
+`DEFAULT_EMBEDDING_CACHE`, the setting that names the first (`ToolProxyConfig.embedding_cache`'s default)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ('CACHE_ENV', 'LISTING_CACHE_ENV', 'default_embedding_cache_path', 'default_listing_cache_path')
+__all__ = (
+    'CACHE_ENV',
+    'DEFAULT_EMBEDDING_CACHE',
+    'LISTING_CACHE_ENV',
+    'DefaultEmbeddingCache',
+    'default_embedding_cache_path',
+    'default_listing_cache_path',
+)
 
 CACHE_ENV = 'TOOLPROXY_EMBEDDING_CACHE'
 """The environment variable naming the default cache file; the value `off` turns the default cache off."""
 LISTING_CACHE_ENV = 'TOOLPROXY_LISTING_CACHE'
 """The environment variable naming the default MCP listing cache file (`off`: no listing cache)."""
+
+
+@dataclass(frozen=True)
+class DefaultEmbeddingCache:
+    """The type of `DEFAULT_EMBEDDING_CACHE`: the file `default_embedding_cache_path()` names when the store is first
+    opened (`$TOOLPROXY_EMBEDDING_CACHE`, `off` for memory only, else the platform's cache folder; see
+    docs/embedding-cache.md)."""
+
+    def __repr__(self) -> str:
+        return 'DEFAULT_EMBEDDING_CACHE'
+
+
+DEFAULT_EMBEDDING_CACHE = DefaultEmbeddingCache()
+"""`ToolProxyConfig.embedding_cache`'s default: the documented default file, resolved when first opened."""
 
 
 def _xdg_folder(platform: str | None = None) -> Path:
