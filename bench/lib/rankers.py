@@ -178,7 +178,7 @@ class ToolProxySearchRanker(_Local):
 class ToolProxyRanker(_Local):
     """This package's Rust ranking (`_core.SearchIndex`), records built by `grouping.directory.index_record`."""
 
-    label = 'pydantic-ai-toolproxy core index (records as _directory builds them)'
+    label = 'pydantic-ai-toolproxy core index (records as grouping.directory.index_record builds them)'
 
     def __init__(self, tools: Sequence[Tool], group_descriptions: Mapping[str, str] | None = None) -> None:
         from pydantic_ai_toolproxy import _core

@@ -114,7 +114,7 @@ def embedding_fingerprints(
 ) -> tuple[list[str | None], list[bytes | None]]:
     """``(texts, fingerprints)`` of index records ``(key, group, tool, description, schema)``: each one's hybrid-search
     embedding text and its 16-byte fingerprint, in order; byte-identical to the Python recipe
-    (``_embedding_text.embedding_text(group, tool, description, group_description)`` with ``tails[group] ==
+    (``hybrid.embedding_text.embedding_text(group, tool, description, group_description)`` with ``tails[group] ==
     group_text(group, group_description)``, and ``text_hash``: BLAKE2b, ``digest_size=16``, of the UTF-8).
 
     Both are ``None`` for a record the caller must do with the Python recipe: not a tuple with ``str`` (exactly) at
