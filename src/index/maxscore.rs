@@ -37,7 +37,7 @@ use super::bm25f::document_score;
 use super::collector::{ScoredDoc, TopK};
 use super::plan::QueryPlan;
 use super::query::PreparedQuery;
-use super::scorer::{combined, Scorer, Scratch, SCORE_SCRATCH};
+use super::scorer::{combined, with_scratch, Scorer, Scratch};
 use super::SearchIndex;
 
 #[cfg(test)]
@@ -419,11 +419,7 @@ impl PreparedQuery<'_> {
     /// its exact matches, and returns their number and the best `keep` of them, best first (one
     /// keyword run; [`PreparedQuery::score`] adds the rule for optional tokens).
     pub(super) fn execute(&self, keep: usize, prune: bool) -> (usize, Vec<ScoredDoc>) {
-        let run = |scratch: &mut Scratch| self.execute_with(keep, prune, scratch);
-        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scratch) => run(&mut scratch),
-            Err(_) => run(&mut Scratch::default()),
-        })
+        with_scratch(|scratch| self.execute_with(keep, prune, scratch))
     }
 
     /// [`Self::execute`] with `scratch`, which must be zeroed and is left zeroed.
@@ -502,35 +498,88 @@ impl PreparedQuery<'_> {
     /// ranking gives it, bit for bit (0 for a document the query does not match). Only lookups
     /// in the posting lists: cheap for a few documents.
     pub(super) fn score_docs(&self, docs: &[u32]) -> Vec<ScoredDoc> {
-        let index = self.index;
-        let exact = &self.exact;
-        let run = |scratch: &mut Scratch| {
-            scratch.fit(index.docs.len());
-            let scorer = Scorer::new(index, self.allowed());
-            let plan = QueryPlan::new(&scorer, &self.tokens, index.live);
-            for planned in &plan.content {
-                scorer.look_up(planned, true, docs, scratch);
-            }
-            let is_exact = |doc: u32| exact.binary_search(&doc).is_ok();
-            let found: Vec<u32> = docs
-                .iter()
-                .copied()
-                .filter(|&doc| scratch.score[doc as usize][1] != 0.0 || is_exact(doc))
-                .collect();
-            for planned in plan.scanned.iter().chain(&plan.looked_up) {
-                scorer.look_up(planned, false, &found, scratch);
-            }
+        with_scratch(|scratch| {
+            let query_tokens = self.look_up_docs(docs, scratch);
             docs.iter()
                 .map(|&doc| {
-                    let group = group_gain(&self.group_gains, &index.doc_group, doc);
-                    scored(index, doc, is_exact(doc), group, plan.query_tokens, scratch)
+                    let parts = self.parts(doc, query_tokens, scratch);
+                    ScoredDoc {
+                        doc,
+                        exact: parts.exact,
+                        score: parts.score().0,
+                        ordinal: self.index.tie_break_ordinals[doc as usize],
+                    }
                 })
                 .collect()
-        };
-        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scratch) => run(&mut scratch),
-            Err(_) => run(&mut Scratch::default()),
         })
+    }
+
+    /// The parts of `doc`'s score ([`Self::score_docs`]'s sums), from which [`DocScore::score`]
+    /// gives the score the ranking gives it, bit for bit: what an explanation reports.
+    pub(super) fn score_parts(&self, doc: u32) -> DocScore {
+        with_scratch(|scratch| {
+            let query_tokens = self.look_up_docs(&[doc], scratch);
+            self.parts(doc, query_tokens, scratch)
+        })
+    }
+
+    /// Adds the query's gains of `docs` (sorted) into `scratch`'s accumulators as
+    /// [`Self::score_docs`] describes; returns the coordination factor's denominator.
+    fn look_up_docs(&self, docs: &[u32], scratch: &mut Scratch) -> f32 {
+        let index = self.index;
+        scratch.fit(index.docs.len());
+        let scorer = Scorer::new(index, self.allowed());
+        let plan = QueryPlan::new(&scorer, &self.tokens, index.live);
+        for planned in &plan.content {
+            scorer.look_up(planned, true, docs, scratch);
+        }
+        let found: Vec<u32> = docs
+            .iter()
+            .copied()
+            .filter(|&doc| scratch.score[doc as usize][1] != 0.0 || self.is_exact(doc))
+            .collect();
+        for planned in plan.scanned.iter().chain(&plan.looked_up) {
+            scorer.look_up(planned, false, &found, scratch);
+        }
+        plan.query_tokens
+    }
+
+    fn is_exact(&self, doc: u32) -> bool {
+        self.exact.binary_search(&doc).is_ok()
+    }
+
+    /// `doc`'s parts from its accumulators, which are taken (left zeroed).
+    fn parts(&self, doc: u32, query_tokens: f32, scratch: &mut Scratch) -> DocScore {
+        let at = doc as usize;
+        DocScore {
+            exact: self.is_exact(doc),
+            content: std::mem::take(&mut scratch.score[at]),
+            optional: std::mem::take(&mut scratch.optional[at]),
+            group: group_gain(&self.group_gains, &self.index.doc_group, doc),
+            query_tokens,
+        }
+    }
+}
+
+/// The parts of one document's score for one query, added as the ranking adds them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DocScore {
+    /// An exact name match of the query.
+    pub(super) exact: bool,
+    /// `[gain, matched weight]` of the content tokens, in plan order.
+    pub(super) content: [f32; 2],
+    /// The same of the optional tokens (for a document a content token or an exact name finds).
+    pub(super) optional: [f32; 2],
+    /// Its group's gain (`[gain, matched]`).
+    pub(super) group: [f32; 2],
+    /// The number of distinct query tokens (at least 1).
+    pub(super) query_tokens: f32,
+}
+
+impl DocScore {
+    /// `(score, coordination)` by [`document_score`].
+    pub(super) fn score(&self) -> (f32, f32) {
+        document_score(self.content, self.optional, self.group, self.query_tokens)
     }
 }
 
@@ -559,12 +608,17 @@ fn scored(
     scratch: &mut Scratch,
 ) -> ScoredDoc {
     let at = doc as usize;
-    let content = std::mem::take(&mut scratch.score[at]);
-    let optional = std::mem::take(&mut scratch.optional[at]);
+    let parts = DocScore {
+        exact,
+        content: std::mem::take(&mut scratch.score[at]),
+        optional: std::mem::take(&mut scratch.optional[at]),
+        group,
+        query_tokens,
+    };
     ScoredDoc {
         doc,
         exact,
-        score: document_score(content, optional, group, query_tokens).0,
+        score: parts.score().0,
         ordinal: index.tie_break_ordinals[at],
     }
 }

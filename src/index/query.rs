@@ -1,6 +1,6 @@
 //! A query prepared once for every way it is ranked: [`SearchIndex::search`], `search_hybrid`,
 //! `explain` and `explain_hybrid` all start from a [`PreparedQuery`] (the selection mask, the query
-//! tokens, the exact name matches, whether it browses, the group gains) and score it through
+//! tokens, the exact name matches, whether it browses, the group-description matches and gains) and score it through
 //! [`PreparedQuery::score`] (the keyword run of [`super::maxscore`], with the rule for optional
 //! tokens) or [`PreparedQuery::score_docs`] (the same scores for given documents).
 
@@ -11,8 +11,6 @@ use super::SearchIndex;
 /// A query resolved against one index state.
 pub(super) struct PreparedQuery<'a> {
     pub(super) index: &'a SearchIndex,
-    /// The query as given.
-    pub(super) text: &'a str,
     /// The selection mask by group id (`None`: every group).
     allowed: Option<Vec<bool>>,
     /// The distinct query tokens ([`SearchIndex::query_tokens`]); [`Self::score`] may make the
@@ -22,9 +20,24 @@ pub(super) struct PreparedQuery<'a> {
     pub(super) exact: Vec<u32>,
     /// Nothing to look for (empty, spaces, punctuation) and no exact name: the query browses.
     pub(super) browse: bool,
+    /// Each query token found in a group's description, with its gain there, in query order
+    /// (empty when browsing): computed once per query, for the ranking's group gains, for
+    /// explanations and for the hybrid ranking's keyword evidence.
+    pub(super) group_matches: Vec<GroupMatch>,
     /// `[gain, matched]` per group id of the group descriptions the query matches (empty when
-    /// none does, and when browsing).
+    /// none does, and when browsing), summed from `group_matches`.
     pub(super) group_gains: Vec<[f32; 2]>,
+}
+
+/// A query token found in a group's description ([`SearchIndex::each_group_gain`]).
+#[derive(Debug)]
+pub(super) struct GroupMatch {
+    /// The group's id.
+    pub(super) group: u32,
+    /// The query token, as the tokenizer produced it.
+    pub(super) token: Box<str>,
+    /// Its gain over the group's description.
+    pub(super) gain: f32,
 }
 
 impl SearchIndex {
@@ -49,18 +62,24 @@ impl SearchIndex {
         // whose tokens were all dropped (each over `MAX_TOKEN_BYTES`) matches nothing instead,
         // and a punctuation-only tool name (`-`) still finds its tool first.
         let browse = tokens.is_empty() && exact.is_empty() && analysis::nothing_to_find(query);
-        let group_gains = if browse {
-            Vec::new()
-        } else {
-            self.group_gains(query)
-        };
+        let mut group_matches = Vec::new();
+        if !browse {
+            self.each_group_gain(query, |group, token, gain| {
+                group_matches.push(GroupMatch {
+                    group,
+                    token: Box::from(token),
+                    gain,
+                });
+            });
+        }
+        let group_gains = self.group_gains(&group_matches);
         PreparedQuery {
             index: self,
-            text: query,
             allowed,
             tokens,
             exact,
             browse,
+            group_matches,
             group_gains,
         }
     }
