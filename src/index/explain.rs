@@ -5,7 +5,8 @@
 //! code run for one document: its score is [`PreparedQuery::score_parts`] (the sums
 //! [`PreparedQuery::score_docs`] adds, in plan order, for the hybrid ranking's look-ups), so
 //! `Explanation::score` is bit for bit the score the document was ranked by; each token's share
-//! is [`Scorer::token_gain`], the one rule of a token's gain the ranking applies.
+//! is [`Scorer::token_gain`], by the one rule of a token's gain the ranking applies
+//! ([`super::scorer::larger_gain`]).
 
 use std::sync::Arc;
 

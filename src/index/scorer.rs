@@ -21,8 +21,8 @@ pub(super) struct Scratch {
     /// The same for the optional tokens (kept apart, so their sum is added in one fixed order
     /// whichever way each was scored).
     pub(super) optional: Vec<[f32; 2]>,
-    /// Term frequencies of the current query token's own term (a token with a stem class).
-    term_tf: Vec<[u16; FIELDS]>,
+    /// Gain of the current query token's own term (a token with a stem class).
+    gain: Vec<f32>,
     /// Per-field term frequencies of the current stem class.
     class_tf: Vec<[u16; FIELDS]>,
     /// One bit per document: sorting a set of documents, counting a union.
@@ -41,7 +41,7 @@ impl Scratch {
         if self.score.len() < docs {
             self.score = vec![[0.0; 2]; docs];
             self.optional = vec![[0.0; 2]; docs];
-            self.term_tf = vec![[0; FIELDS]; docs];
+            self.gain = vec![0.0; docs];
             self.class_tf = vec![[0; FIELDS]; docs];
             self.marks = vec![0; docs.div_ceil(64)];
         }
@@ -80,6 +80,21 @@ pub(super) fn with_scratch<T>(run: impl FnOnce(&mut Scratch) -> T) -> T {
         Ok(mut scratch) => run(&mut scratch),
         Err(_) => run(&mut Scratch::default()),
     })
+}
+
+/// A query token's gain on a document, the one rule of every ranking and explanation: the larger
+/// of its own term's gain `term` and its stem class's `class` (`None` where the document holds
+/// none; the term's on a tie), and whether the class's won (`via_stem`); `None` when the document
+/// holds neither. [`Scorer::accumulate`], [`Scorer::look_up`] and explanations
+/// ([`Scorer::token_gain`]) all apply it.
+#[inline]
+pub(super) fn larger_gain(term: Option<f32>, class: Option<f32>) -> Option<(f32, bool)> {
+    match (term, class) {
+        (Some(term), Some(class)) if class > term => Some((class, true)),
+        (Some(term), _) => Some((term, false)),
+        (None, Some(class)) => Some((class, true)),
+        (None, None) => None,
+    }
 }
 
 /// A query token's gain on one document ([`Scorer::token_gain`]).
@@ -156,11 +171,9 @@ impl<'i> Scorer<'i> {
         self.index.postings[term as usize].as_slice()
     }
 
-    /// A query token's gain on `doc`, the one rule of every ranking and explanation: from its own
-    /// term's term frequencies `term` in `doc` and its stem class's summed ones `class` (each with
-    /// its `idf`; `None` where `doc` holds none), the larger of the two gains (the term's on a
-    /// tie), with the term frequencies it came from and whether the class won (`via_stem`);
-    /// `None` when `doc` holds neither.
+    /// A query token's gain on `doc` from its own term's term frequencies `term` in `doc` and its
+    /// stem class's summed ones `class` (each with its `idf`; `None` where `doc` holds none), by
+    /// [`larger_gain`], with the term frequencies it came from; `None` when `doc` holds neither.
     #[inline]
     pub(super) fn token_gain(
         &self,
@@ -168,21 +181,15 @@ impl<'i> Scorer<'i> {
         term: Option<([u16; FIELDS], f32)>,
         class: Option<([u16; FIELDS], f32)>,
     ) -> Option<TokenGain> {
-        let own = term.map(|(tf, idf)| TokenGain {
-            gain: self.gain(doc, tf, idf),
-            tf,
-            via_stem: false,
-        });
-        let Some((tf, idf)) = class else { return own };
-        let gain = self.gain(doc, tf, idf);
-        match own {
-            Some(own) if own.gain >= gain => Some(own),
-            _ => Some(TokenGain {
-                gain,
-                tf,
-                via_stem: true,
-            }),
-        }
+        let term_gain = term.map(|(tf, idf)| self.gain(doc, tf, idf));
+        let class_gain = class.map(|(tf, idf)| self.gain(doc, tf, idf));
+        let (gain, via_stem) = larger_gain(term_gain, class_gain)?;
+        let tf = if via_stem { class } else { term };
+        Some(TokenGain {
+            gain,
+            tf: tf.map_or([0; FIELDS], |(tf, _)| tf),
+            via_stem,
+        })
     }
 
     /// The `idf` of `token`'s stem class: the live documents of the union of its lists, counted
@@ -310,10 +317,10 @@ impl<'i> Scorer<'i> {
             }
             return;
         }
-        // Otherwise its gain is the larger of its own term's and its stem class's
-        // ([`Self::token_gain`]). The class holds the term (`QueryToken::class`), so one pass over
-        // the class's lists sums the class's term frequencies and keeps the term's own (in
-        // `scratch.term_tf`), and one pass over the class's documents settles and adds each gain.
+        // Otherwise its gain is the larger of its own term's and its stem class's ([`larger_gain`]).
+        // The class holds the term (`QueryToken::class`), so one pass over the class's lists sums
+        // the class's term frequencies and takes the term's own gains (into `scratch.gain`), and
+        // one pass over the class's documents settles and adds each gain.
         debug_assert!(token
             .term
             .is_none_or(|term| token.class.binary_search(&term).is_ok()));
@@ -333,22 +340,23 @@ impl<'i> Scorer<'i> {
                 for (total, tf) in sum.iter_mut().zip(posting.tf()) {
                     *total = total.saturating_add(tf);
                 }
-                if own {
-                    scratch.term_tf[doc as usize] = posting.tf();
+                if own && self.selectable(doc) {
+                    scratch.gain[doc as usize] = self.gain(doc, posting.tf(), planned.term_idf);
                 }
             }
         }
         let idf = self.idf(class_docs.len());
         token.class_idf.set(Some(idf));
         for &doc in &class_docs {
-            let class_tf = std::mem::take(&mut scratch.class_tf[doc as usize]);
-            let term_tf = std::mem::take(&mut scratch.term_tf[doc as usize]);
+            let tf = std::mem::take(&mut scratch.class_tf[doc as usize]);
             if !self.selectable(doc) {
                 continue;
             }
-            let term = (term_tf != [0; FIELDS]).then_some((term_tf, planned.term_idf));
-            if let Some(found) = self.token_gain(doc, term, Some((class_tf, idf))) {
-                add(doc, found.gain, scratch);
+            // A posting's gain is positive (tf > 0, idf > 0): 0 is no own term.
+            let term_gain = std::mem::take(&mut scratch.gain[doc as usize]);
+            let own = (term_gain != 0.0).then_some(term_gain);
+            if let Some((gain, _)) = larger_gain(own, Some(self.gain(doc, tf, idf))) {
+                add(doc, gain, scratch);
             }
         }
         scratch.class_docs = class_docs;
