@@ -1,11 +1,17 @@
 //! A query prepared once for every way it is ranked: [`SearchIndex::search`], `search_hybrid`,
 //! `explain` and `explain_hybrid` all start from a [`PreparedQuery`] (the selection mask, the query
-//! tokens, the exact name matches, whether it browses, the group-description matches and gains) and score it through
-//! [`PreparedQuery::score`] (the keyword run of [`super::maxscore`], with the rule for optional
-//! tokens) or [`PreparedQuery::score_docs`] (the same scores for given documents).
+//! tokens, the exact name matches, whether it browses, the group-description matches and gains)
+//! and score it through [`PreparedQuery::score`] (the keyword run of [`super::maxscore`], with the
+//! rule for optional tokens) or [`PreparedQuery::score_docs`] and [`PreparedQuery::score_parts`]
+//! (the same scores for given documents, by posting look-ups: the hybrid ranking's candidates,
+//! the document an explanation is about).
 
 use super::analysis::{self, QueryToken};
+use super::bm25f::document_score;
 use super::collector::ScoredDoc;
+use super::maxscore::group_gain;
+use super::plan::QueryPlan;
+use super::scorer::{with_scratch, Scorer, Scratch};
 use super::SearchIndex;
 
 /// A query resolved against one index state.
@@ -121,5 +127,99 @@ impl PreparedQuery<'_> {
             return self.execute(keep, prune);
         }
         scored
+    }
+}
+
+impl PreparedQuery<'_> {
+    /// The exact scores of `docs` (sorted, selectable) for `tokens` (decided as the keyword run
+    /// left them, see [`PreparedQuery::score`]), in document order: the same sums in the
+    /// same order as [`Self::execute`] adds them (content tokens in plan order, then the
+    /// optional tokens, scanned ones first, for a document a content token or an exact name
+    /// finds; then the group gain and the coordination factor), so each equals the score that
+    /// ranking gives it, bit for bit (0 for a document the query does not match). Only lookups
+    /// in the posting lists: cheap for a few documents.
+    pub(super) fn score_docs(&self, docs: &[u32]) -> Vec<ScoredDoc> {
+        with_scratch(|scratch| {
+            let query_tokens = self.look_up_docs(docs, scratch);
+            docs.iter()
+                .map(|&doc| {
+                    let parts = self.parts(doc, query_tokens, scratch);
+                    ScoredDoc {
+                        doc,
+                        exact: parts.exact,
+                        score: parts.score().0,
+                        ordinal: self.index.tie_break_ordinals[doc as usize],
+                    }
+                })
+                .collect()
+        })
+    }
+
+    /// The parts of `doc`'s score ([`Self::score_docs`]'s sums), from which [`DocScore::score`]
+    /// gives the score the ranking gives it, bit for bit: what an explanation reports.
+    pub(super) fn score_parts(&self, doc: u32) -> DocScore {
+        with_scratch(|scratch| {
+            let query_tokens = self.look_up_docs(&[doc], scratch);
+            self.parts(doc, query_tokens, scratch)
+        })
+    }
+
+    /// Adds the query's gains of `docs` (sorted) into `scratch`'s accumulators as
+    /// [`Self::score_docs`] describes; returns the coordination factor's denominator.
+    fn look_up_docs(&self, docs: &[u32], scratch: &mut Scratch) -> f32 {
+        let index = self.index;
+        scratch.fit(index.docs.len());
+        let scorer = Scorer::new(index, self.allowed());
+        let plan = QueryPlan::new(&scorer, &self.tokens, index.live);
+        for planned in &plan.content {
+            scorer.look_up(planned, true, docs, scratch);
+        }
+        let found: Vec<u32> = docs
+            .iter()
+            .copied()
+            .filter(|&doc| scratch.score[doc as usize][1] != 0.0 || self.is_exact(doc))
+            .collect();
+        for planned in plan.scanned.iter().chain(&plan.looked_up) {
+            scorer.look_up(planned, false, &found, scratch);
+        }
+        plan.query_tokens
+    }
+
+    fn is_exact(&self, doc: u32) -> bool {
+        self.exact.binary_search(&doc).is_ok()
+    }
+
+    /// `doc`'s parts from its accumulators, which are taken (left zeroed).
+    fn parts(&self, doc: u32, query_tokens: f32, scratch: &mut Scratch) -> DocScore {
+        let at = doc as usize;
+        DocScore {
+            exact: self.is_exact(doc),
+            content: std::mem::take(&mut scratch.score[at]),
+            optional: std::mem::take(&mut scratch.optional[at]),
+            group: group_gain(&self.group_gains, &self.index.doc_group, doc),
+            query_tokens,
+        }
+    }
+}
+
+/// The parts of one document's score for one query, added as the ranking adds them.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DocScore {
+    /// An exact name match of the query.
+    pub(super) exact: bool,
+    /// `[gain, matched weight]` of the content tokens, in plan order.
+    pub(super) content: [f32; 2],
+    /// The same of the optional tokens (for a document a content token or an exact name finds).
+    pub(super) optional: [f32; 2],
+    /// Its group's gain (`[gain, matched]`).
+    pub(super) group: [f32; 2],
+    /// The number of distinct query tokens (at least 1).
+    pub(super) query_tokens: f32,
+}
+
+impl DocScore {
+    /// `(score, coordination)` by [`document_score`].
+    pub(super) fn score(&self) -> (f32, f32) {
+        document_score(self.content, self.optional, self.group, self.query_tokens)
     }
 }
