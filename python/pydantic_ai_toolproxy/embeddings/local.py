@@ -342,6 +342,11 @@ def _forward(net: _Network, ids: list[list[int]], pause: Callable[[], None] | No
     `pause()` before each layer (a document batch yielding to queries, `QueryGate.yield_to_queries`)."""
     import numpy as np
 
+    with np.errstate(over='ignore', under='ignore'):  # padding's -inf scores: no RuntimeWarning in a host's logs
+        return _forward_pass(np, net, ids, pause)
+
+
+def _forward_pass(np: Any, net: _Network, ids: list[list[int]], pause: Callable[[], None] | None) -> Array:
     batch, length = len(ids), max(len(row) for row in ids)
     tokens = np.zeros((batch, length), dtype=np.int64)
     mask = np.zeros((batch, length), dtype=np.float32)
