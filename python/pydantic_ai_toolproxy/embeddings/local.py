@@ -6,7 +6,9 @@ The folder is what sentence-transformers saves (all-MiniLM-L6-v2, bge-small, e5-
 float32 numpy (embeddings + LayerNorm, N layers of self-attention and a GELU feed-forward), then the pooling and the
 normalisation the folder asks for, so the vectors are sentence-transformers' for the same folder (float32 rounding
 apart). Texts are tokenized by `_wordpiece.WordPiece` (BERT's tokenizer from `tokenizer.json`, plain Python, the ids
-of the `tokenizers` library) and run in batches of similar length, padded to the longest of the batch.
+of the `tokenizers` library, which is not used for its install size: see `_wordpiece`) and run in batches of similar
+length, padded to the longest of the batch. One process loads a folder once (`shared_network`), and a query runs
+before the document batches of its model (`QueryGate`).
 
 Needs the `local` extra (numpy, safetensors), imported when the model first embeds; constructing the model only
 checks the folder.
