@@ -150,6 +150,8 @@ def measure(
         query_vectors = [array('f', embed(q.query)).tobytes() for q in questions]
     live = len(tools)
     halves: dict[str, dict[str, list[int | None]]] = {v: {'dev': [], 'held-out': []} for v in variants}
+    partial = 0  # queries whose evidence under the core's rule is below 1
+    moved = dict.fromkeys(variants, 0)  # queries whose first 10 under a variant differ from the core's
     for position, (question, vector) in enumerate(zip(questions, query_vectors)):
         half = 'dev' if position % 2 == 0 else 'held-out'
         try:
@@ -161,6 +163,7 @@ def measure(
                 halves[variant][half].append(None)
             continue
         built = parts[2] / (1 - weight) if parts is not None and parts[1] > 0 and weight < 1 else 1.0
+        partial += built < 1.0 - 1e-6
         for variant in variants:
             wanted = variant_evidence(variant, built, live)
             if wanted == built or parts is None or parts[1] <= 0:
@@ -171,6 +174,7 @@ def measure(
             else:
                 this = _rerank(index, question.query, vector, weight, wanted)
             halves[variant][half].append(first_rank(question, this))
+            moved[variant] += this != list(ranked)
     return {
         variant: {
             half: {
@@ -180,6 +184,7 @@ def measure(
             }
             for half, ranks in by_half.items()
         }
+        | {'queries': {'partial evidence': partial, 'first 10 moved': moved[variant]}}
         for variant, by_half in halves.items()
     }
 
@@ -196,17 +201,21 @@ def main() -> int:
     models = [*MODELS, 'minilm'] if args.minilm else list(MODELS)
     variants = VARIANTS if args.variants or args.minilm else ('built',)
     results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}
-    print(f'| set | vectors | rule | development R@1 / R@5 | held-out R@1 / R@5 |  (weight {args.weight})')
-    print('| --- | --- | --- | --- | --- |')
+    print(
+        f'| set | vectors | rule | development R@1 / R@5 | held-out R@1 / R@5 | queries with e < 1, first 10 moved |'
+        f'  (weight {args.weight})'
+    )
+    print('| --- | --- | --- | --- | --- | --- |')
     for corpus in corpora:
         for model in models:
             figures = measure(corpus, model, args.weight, variants)
             results[f'{corpus}/{model}'] = figures
             for variant, by_half in figures.items():
-                dev, held = by_half['dev'], by_half['held-out']
+                dev, held, counts = by_half['dev'], by_half['held-out'], by_half['queries']
                 print(
                     f'| {corpus} | {model} | {variant} | {dev["R@1"]:.3f} / {dev["R@5"]:.3f} | '
-                    f'{held["R@1"]:.3f} / {held["R@5"]:.3f} |',
+                    f'{held["R@1"]:.3f} / {held["R@5"]:.3f} | '
+                    f'{counts["partial evidence"]:g}, {counts["first 10 moved"]:g} |',
                     flush=True,
                 )
     if args.json:

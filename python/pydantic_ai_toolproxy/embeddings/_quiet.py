@@ -27,6 +27,7 @@ import os
 import sys
 import threading
 import warnings
+from typing import Literal
 
 __all__ = ('LIBRARIES', 'MODULES', 'QUIET_ENVIRONMENT', 'after_first_use', 'before_first_use', 'piped')
 
@@ -46,7 +47,7 @@ _HOST_ENVIRONMENT = frozenset(name for name in QUIET_ENVIRONMENT if name in os.e
 """The variables of `QUIET_ENVIRONMENT` the environment set before this package was imported (the host's)."""
 _PATTERNS = (MODULES, MODULES + r'\Z')
 """`MODULES` as `warnings.filterwarnings` compiles it (an end anchor appended since Python 3.12), to find it."""
-_FILTER: list[str] = []
+_FILTER: list[Literal['ignore', 'once']] = []
 """The warnings action chosen once per process by `before_first_use` (`ignore` when piped, else `once`)."""
 _DONE: set[str] = set()
 """Which of `before`, `after` ran in this process."""
