@@ -10,6 +10,7 @@ keywords.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -91,7 +92,7 @@ async def await_vectors(
     the tools without a vector, and the texts that index wants are claimed: they stay pending while this search
     waits for them, whichever run moves a shared index meanwhile (`Fill.claim`). Outside the lock: the pending tool
     vectors are waited for up to `wait` seconds (only the first search of run `run_id` waits,
-    `ToolVectors.wait_for_tools`), each query is embedded (up to `query_timeout`), and when a query vector shows the
+    `ToolVectors.wait_for_tools`) while each query is embedded (up to `query_timeout`, at the same time), and when a query vector shows the
     store's tool vectors to be of another size (their replacements are then embedded) the index is synced and
     claimed again and the tools are waited for once more. Returns each query's `(vector, reason)`.
     """
@@ -100,8 +101,15 @@ async def await_vectors(
         if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
             source.reset()
         claimed = vectors.fill.claim(source.sync())
-    await _wait(vectors, claimed, wait, run_id)
-    query_vectors = [await vectors.query_vector(query) for query in queries]
+    # The queries are embedded while the search waits for its tools, not after: the wait and the query's embedding
+    # overlap (a local model runs the query before the tool texts' batches).
+    embedding = [asyncio.ensure_future(vectors.query_vector(query)) for query in queries]
+    try:
+        await _wait(vectors, claimed, wait, run_id)
+        query_vectors = [await future for future in embedding]
+    finally:
+        for future in embedding:
+            future.cancel()  # a search cancelled meanwhile: its queries' embedding stops (no-op once done)
     stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
     if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
         with lock:
