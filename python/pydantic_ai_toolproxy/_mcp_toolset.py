@@ -211,6 +211,9 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     _call_lock: anyio.Lock | None = field(default=None, init=False, repr=False, compare=False)
     _leases: list[LoopServer] = field(default_factory=list, init=False, repr=False, compare=False)
     """The pooled servers this copy leased (released at its exit)."""
+    _starting: LoopServer | None = field(default=None, init=False, repr=False, compare=False)
+    """An eager copy serving its fresh cached listing while the pool starts the server (`start(background=True)`):
+    that start, or None."""
 
     @property
     def id(self) -> str | None:
@@ -235,20 +238,24 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     async def prestart(self) -> None:
         """Start now (`start`) on behalf of the next `__aenter__`: the surface starts all its servers at once."""
-        await self.start()
+        await self.start(background=True)
         self._prestarted = True
 
     async def __aenter__(self) -> Self:
         if self._prestarted:
             self._prestarted = False
             return self
-        await self.start()
+        await self.start(background=True)
         return self
 
-    async def start(self, *, warn: bool = True, refresh: bool = False) -> bool:
+    async def start(self, *, warn: bool = True, refresh: bool = False, background: bool = False) -> bool:
         """Make the server usable for this copy: serve a fresh cached listing (lazy, unless `refresh`), else enter
         the server (start it unless a run holds it already) and list its tools once (`first_listing`), storing the
         listing.
+
+        `background` (a run's entry): an eager pooled server with a fresh cached listing and no process up on this
+        loop is started by the pool without waiting for it, and the copy serves the cached listing meanwhile, as a
+        lazy copy does (a call waits for the start; `eager_from_cache`).
 
         Returns False when that failed: nothing stays entered, `start_error` holds the exception and
         `start_failure` the text (with the server's last stderr lines), logged as a warning when `warn`.
@@ -256,6 +263,9 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         """
         self.from_cache = False
         self.cache_state = None
+        self._starting = None
+        if background and not self.lazy and not refresh and self.pool is not None and await self.eager_from_cache():
+            return True
         if self.lazy and not refresh:
             entry = self.cached_entry()
             self.cache_state = 'missing' if entry is None else 'stale'
@@ -267,6 +277,50 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 self.listed = len(entry.tools)
                 return True
         return await self._start_live(warn, 'this run')
+
+    async def eager_from_cache(self) -> bool:
+        """Serve the fresh cached listing while the pool starts the server in the background (`ServerPool.start_soon`),
+        when the cache holds a fresh entry and no process is up on this loop (one that is up is leased instead, by
+        the caller). The start stores what the server lists when it is up (`LoopServer.when_up`), whether or not
+        the run is still there. Whether the copy serves the cache."""
+        pool = self.pool
+        assert pool is not None
+        current = pool.current()
+        if current is not None and current.state == 'up' and current.alive():
+            return False  # up already: leased at once, its live listing served
+        entry = self.cached_entry()
+        if entry is None or not entry.fresh(self.max_age):
+            return False  # no listing to serve: the run waits for the start, as without a cache
+        starting = await pool.start_soon()
+        if starting is not None and starting.state == 'starting':
+            starting.when_up(lambda up: self._remember(up.tools, up.ttl_ms, up.toolset))
+        self._starting = starting
+        self.cache_state = 'fresh'
+        self.from_cache = True
+        self.start_error = None
+        self.start_failure = ''
+        self.listed = len(entry.tools)
+        return True
+
+    def _warn_failed_start(self) -> None:
+        """An eager copy serving its cached listing: one warning when the pool's start of its server failed (the
+        group stays; a call gets `ToolFailed`; the pool retries in the background)."""
+        pool = self.pool
+        if pool is None or not pool.failures or pool.warned >= pool.failures:
+            return
+        current = pool.current()
+        if current is None or current.state != 'failed' or pool.error is None:
+            return
+        pool.warned = pool.failures
+        retry = pool.retry_in()
+        logger.warning(
+            '%s; group %r stays (its cached listing) and its calls fail until the server starts; %s',
+            self.failure(pool.error, 'did not start'),
+            self.group_name,
+            f'it is tried again in the background in {retry:.0f} s'
+            if retry
+            else 'it is being tried again in the background',
+        )
 
     def _live(self) -> bool:
         """Whether this copy holds the live server (a lease of the pool, or an entry of its own)."""
@@ -355,17 +409,19 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             await anyio.to_thread.run_sync(load_entries, [self], abandon_on_cancel=True)
         return self.shared.entry
 
-    def _remember(self, tools: list[Any], ttl_ms: int | None) -> None:
-        """Keep what a live start listed, in memory at once and in the store by a worker thread (the caller never
-        waits for the store: `wait_stored`); a store failure is logged once."""
-        info = getattr(self.wrapped, '_server_info', None)
+    def _remember(self, tools: list[Any], ttl_ms: int | None, toolset: Any = None) -> None:
+        """Keep what a live start listed (`toolset`, the `MCPToolset` it started; None: `wrapped`), in memory at once
+        and in the store by a worker thread (the caller never waits for the store: `wait_stored`); a store failure is
+        logged once."""
+        toolset = self.wrapped if toolset is None else toolset
+        info = getattr(toolset, '_server_info', None)
         try:
             entry = ServerListing(
                 tools=tuple(tool.model_dump(mode='json', by_alias=True, exclude_none=True) for tool in tools),
                 server_name=_text_attr(info, 'name'),
                 server_version=_text_attr(info, 'version'),
                 server_title=_text_attr(info, 'title'),
-                instructions=_text_attr(self.wrapped, 'instructions'),
+                instructions=_text_attr(toolset, 'instructions'),
                 fetched_at=time.time(),
                 ttl_ms=ttl_ms,
             ).with_mcp_tools(tools)
@@ -482,6 +538,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     async def __aexit__(self, *args: Any) -> bool | None:
         self.from_cache = False
+        self._starting = None
         leases, self._leases = self._leases, []
         for leased in leases:  # the server stays up for later runs (until idle, its loop's end or exit)
             leased.release()
@@ -499,6 +556,8 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             entry = self.shared.entry
             if entry is None:  # pragma: no cover - from_cache is set only with an entry
                 return {}
+            if self._starting is not None or (not self.lazy and self.pool is not None):
+                self._warn_failed_start()
             return self.usable(await tools_from_listing(self.wrapped, entry, ctx))
         try:
             tools = await self.wrapped.get_tools(ctx)
