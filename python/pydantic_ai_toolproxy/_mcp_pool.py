@@ -11,10 +11,15 @@ event loop starts nothing. `ServerPool` gives the servers of an `mcpServers` fil
   stopped (counted while its loop runs). `asyncio.run` cancels the keeper when it ends its loop, which stops the
   server. At interpreter exit every server whose loop is still open and idle (the loop `run_sync` keeps) is stopped
   there; a SIGTERM with Python's default disposition exits through `SystemExit`, so the same clean-up runs. A
-  server is stopped as the MCP SDK stops one: stdin closed, then its process tree terminated after 2 s.
+  server is stopped as the MCP SDK stops one: stdin closed, then its process tree terminated after 2 s. A loop that
+  no longer runs cannot stop its servers: a watcher thread (`_watch`) stops them by PID (SIGTERM to the server's
+  process group, SIGKILL after `TERMINATE_GRACE`, reaped), at once when their loop was closed, else once unused
+  for `idle_timeout` (a thread that ended after `run_sync`, a `run_sync` loop that `asyncio.run` replaced).
 - **Started within bounds.** At most `start_slots()` servers start at once on one loop, and each server's
   `start_timeout` counts from the moment its start may begin (its slot), so on a loaded machine a server waits
-  for a slot instead of losing its time to the others. The start includes the first `tools/list`.
+  for a slot instead of losing its time to the others. The start includes the first `tools/list`, whose answer
+  also fills the `MCPToolset`'s tools cache (one listing per start). `start_soon` starts without waiting (an eager
+  run that serves the server's fresh cached listing meanwhile).
 - **A failure costs the run that found it.** A server that did not start is not started again by the runs that
   follow: the pool retries it in the background after a back-off (`RETRY_AFTER`, doubling up to
   `RETRY_AFTER_MAX`), and those runs leave its group out at once, with one warning per failure.
@@ -36,6 +41,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
+
+from ._mcp_watch import Watcher, terminate
 
 __all__ = (
     'DEFAULT_IDLE_TIMEOUT',
@@ -318,47 +325,33 @@ def _server_pid(toolset: Any) -> int | None:
     return server_pid(toolset)
 
 
-WATCH_EVERY = 1.0
-"""Seconds between two looks of the watcher at the servers of event loops that no longer run (`_watch`)."""
-
-TERMINATE_GRACE = 2.0
-"""Seconds a server stopped by PID gets after SIGTERM before SIGKILL (as the MCP SDK gives one)."""
-
-_watcher: list[threading.Thread] = []
-_watcher_lock = threading.Lock()
+_watcher = Watcher(lambda: _sweep())
 
 
 def _watch() -> None:
-    """Start the process-wide watcher thread unless it runs. It stops, by PID, the servers whose event loop no
-    longer runs, where their own timers cannot fire: a loop closed (by hand: `asyncio.run` cancels its keepers
-    itself) at once, a loop not running (a thread that ended after `run_sync`, a `run_sync` loop that `asyncio.run`
-    replaced) once no run used the server for `idle_timeout` seconds. It ends when no server is left to watch."""
-    with _watcher_lock:
-        if _watcher and _watcher[0].is_alive():
-            return
-        thread = threading.Thread(target=_watch_loop, name='toolproxy-mcp-watcher', daemon=True)
-        _watcher[:] = [thread]
-        thread.start()
+    """Start the process-wide watcher thread unless it runs (`_mcp_watch.Watcher`). It stops, by PID, the servers
+    whose event loop no longer runs, where their own timers cannot fire: a loop closed (by hand: `asyncio.run`
+    cancels its keepers itself) at once, a loop not running (a thread that ended after `run_sync`, a `run_sync`
+    loop that `asyncio.run` replaced) once no run used the server for `idle_timeout` seconds. It ends when no
+    server is left to watch."""
+    _watcher.start()
 
 
-def _watch_loop() -> None:
-    while True:
-        time.sleep(WATCH_EVERY)
-        with _watcher_lock:
-            servers = [server for server in _LIVE if not server.killed]
-            if not servers:
-                _watcher.clear()
-                return
-        for server in servers:
-            try:
-                if _orphaned(server):
-                    server.killed = True
-                    if server.pid is not None:
-                        terminate(server.pid)
-                    if server.loop.is_closed():
-                        _LIVE.discard(server)  # nothing can run its teardown: forget it
-            except Exception:  # one server's trouble is not the watcher's end
-                logger.debug('stopping an MCP server of a stopped loop failed', exc_info=True)
+def _sweep() -> bool:
+    """One look of the watcher: stop the servers of loops that no longer run (`_orphaned`); whether any server is
+    left to watch."""
+    servers = [server for server in list(_LIVE) if not server.killed]
+    for server in servers:
+        try:
+            if _orphaned(server):
+                server.killed = True
+                if server.pid is not None:
+                    terminate(server.pid)
+                if server.loop.is_closed():
+                    _LIVE.discard(server)  # nothing can run its teardown: forget it
+        except Exception:  # one server's trouble is not the watcher's end
+            logger.debug('stopping an MCP server of a stopped loop failed', exc_info=True)
+    return any(not server.killed for server in list(_LIVE))
 
 
 def _orphaned(server: LoopServer) -> bool:
@@ -371,59 +364,6 @@ def _orphaned(server: LoopServer) -> bool:
         return True
     idle = server.pool.idle_timeout
     return idle is not None and not loop.is_running() and time.monotonic() - server.idle_since >= idle
-
-
-def terminate(pid: int, grace: float = TERMINATE_GRACE) -> None:
-    """Stop the server process `pid` and what it started (its process group: the MCP SDK starts each server in a
-    session of its own): SIGTERM, then SIGKILL after `grace` seconds, and reap it when its loop cannot."""
-    kill = getattr(os, 'killpg', None)
-    for sig, wait in ((signal.SIGTERM, grace), (getattr(signal, 'SIGKILL', signal.SIGTERM), grace)):
-        try:
-            if kill is not None:
-                kill(pid, sig)
-            else:  # pragma: no cover - Windows: the process alone
-                os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            _reap(pid, take=True)
-            return
-        began = time.monotonic()
-        while time.monotonic() - began < wait:
-            if _reap(pid, take=time.monotonic() - began > 0.5):
-                return
-            time.sleep(0.05)
-
-
-def _reap(pid: int, take: bool) -> bool:
-    """Whether the process `pid` is gone: reaped by its loop's child watcher (a thread that waits for it, on
-    Python 3.11), or, with `take`, exited and reaped here (a process whose loop no longer runs stays a zombie
-    otherwise: Python 3.12+ reaps through the loop)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # pragma: no cover - not ours any more
-        return True
-    if not take or not _zombie(pid):
-        return False
-    with contextlib.suppress(ChildProcessError):  # reaped by another waiter meanwhile
-        os.waitpid(pid, os.WNOHANG)
-    return True
-
-
-def _zombie(pid: int) -> bool:
-    """Whether `pid` exited and waits to be reaped (/proc on Linux; elsewhere a non-blocking wait tells)."""
-    try:
-        with open(f'/proc/{pid}/stat', 'rb') as f:
-            return f.read().rsplit(b')', 1)[1].split()[0] == b'Z'
-    except OSError:
-        pass
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return True
-    except OSError:  # pragma: no cover - not a child
-        return False
-    return done == pid
 
 
 def _loop_running() -> bool:

@@ -152,15 +152,28 @@ async def tools_from_listing(toolset: Any, entry: ServerListing, ctx: RunContext
     """The tools `toolset` (an `MCPToolset`) would list if its server answered `entry`'s listing: Pydantic AI's own
     `MCPToolset.get_tools` run over the cached MCP `Tool` objects.
 
-    The cached tools are validated once per entry (`ServerListing.mcp_tools`, done when the entry is read), not at
-    each step.
+    The cached tools are validated once per entry (`ServerListing.mcp_tools`, done when the entry is read) and
+    turned into tools once per entry and toolset (and the run's retry budget, the one thing of `ctx` they hold):
+    each step gets the same `ToolsetTool` objects in a new dict, so a step costs no conversion, and the members
+    built from them last step are found unchanged by identity (`_member_listing.ListingKey`), not by comparing
+    their schemas.
 
     Raises:
         ValueError: an entry whose tools the MCP SDK rejects (pydantic's `ValidationError`).
     """
-    tools = entry.mcp_tools()
-    listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
-    return listed
+    key = (
+        ctx.max_retries,
+        getattr(toolset, 'max_retries', None),
+        getattr(toolset, 'include_return_schema', None),
+        getattr(toolset, 'prefer_tasks', None),
+    )
+    made: tuple[Any, tuple[Any, ...], dict[str, ToolsetTool[Any]]] | None = entry.__dict__.get('_toolset_tools')
+    if made is None or made[0] is not toolset or made[1] != key:
+        tools = entry.mcp_tools()
+        listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
+        made = (toolset, key, listed)
+        object.__setattr__(entry, '_toolset_tools', made)  # the entry is frozen: a cache beside its fields
+    return dict(made[2])
 
 
 async def first_listing_with_ttl(toolset: Any, timeout: float | None = LISTING_TIMEOUT) -> tuple[list[Any], int | None]:
