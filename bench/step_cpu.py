@@ -7,7 +7,7 @@ kinds of step, optionally against another checkout measured in the same run:
   listings are in the listing cache, so no server starts; every step calls a trivial ungrouped tool, so the step is
   the proxy's per-step work over the cached listings (checked: no server process is started).
 
-    .venv/bin/python -m bench.step_cpu [--runs 5] [--steps 6] [--before PATH]
+    .venv/bin/python -m bench.step_cpu [--runs 5] [--steps 6] [--before PATH] [--rounds 2] [--only search|mcp]
 
 `--before PATH` names the `python/` folder of another checkout (e.g. `git worktree add /tmp/before 350870f`, with
 its own compiled core copied in): each side is measured in a subprocess of its own, the sides alternated per round
@@ -98,17 +98,19 @@ async def _lazy_mcp_row(steps: int, runs: int, folder: Path) -> float:
     return cpu
 
 
-async def measure(steps: int, runs: int) -> dict[str, float]:
-    """Each row's median CPU ms per step, in this process (the checkout on `sys.path`)."""
-    rows = await _search_rows(steps, runs)
-    with tempfile.TemporaryDirectory() as tmp:
-        rows[ROWS[2]] = await _lazy_mcp_row(steps, runs, Path(tmp))
+async def measure(steps: int, runs: int, only: str | None = None) -> dict[str, float]:
+    """Each row's median CPU ms per step, in this process (the checkout on `sys.path`); `only`: `search` or `mcp`."""
+    rows = await _search_rows(steps, runs) if only in (None, 'search') else {}
+    if only in (None, 'mcp'):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows[ROWS[2]] = await _lazy_mcp_row(steps, runs, Path(tmp))
     return rows
 
 
-def _side(python_dir: Path, steps: int, runs: int) -> dict[str, float]:
+def _side(python_dir: Path, steps: int, runs: int, only: str | None) -> dict[str, float]:
     env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(python_dir), str(ROOT)])}
     command = [sys.executable, '-m', 'bench.step_cpu', '--measure', '--steps', str(steps), '--runs', str(runs)]
+    command += ['--only', only] if only else []
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise RuntimeError(f'{python_dir}: {proc.stderr[-2000:]}')
@@ -123,10 +125,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument('--runs', type=int, default=5)
     parser.add_argument('--rounds', type=int, default=2, help='with --before: subprocesses per side, alternated')
     parser.add_argument('--before', type=Path, help="another checkout's python/ folder")
+    parser.add_argument('--only', choices=('search', 'mcp'), help='measure only these rows')
     parser.add_argument('--measure', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        print(json.dumps(asyncio.run(measure(args.steps, args.runs))))
+        print(json.dumps(asyncio.run(measure(args.steps, args.runs, args.only))))
         return
     sides = {'after': ROOT / 'python'}
     if args.before is not None:
@@ -134,7 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     found: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
     for _ in range(args.rounds if args.before is not None else 1):
         for side, folder in sides.items():
-            found[side].append(_side(folder, args.steps, args.runs))
+            found[side].append(_side(folder, args.steps, args.runs, args.only))
     load = os.getloadavg()[0]
     print(f'\n### CPU per agent step (median ms of {args.runs} runs x {args.steps} steps per round; load {load:.2f})\n')
     names = list(sides)
@@ -144,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
         + (' | after / before |' if len(names) > 1 else ' |')
     )
     print('| --- |' + ' ---: |' * (len(names) + (len(names) > 1)))
-    for row in ROWS:
+    for row in (r for r in ROWS if r in found['after'][0]):
         cells = [', '.join(f'{r[row]:.1f}' for r in found[n]) for n in names]
         ratio = ''
         if len(names) > 1:

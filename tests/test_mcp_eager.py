@@ -25,6 +25,7 @@ from test_mcp_lifetime import pids as pids  # the fixture, shared
 from test_mcp_pool import server
 
 from pydantic_ai_toolproxy import ToolProxyCapability
+from pydantic_ai_toolproxy.mcp_listing_cache import MemoryListingStore
 
 
 def requests(methods: Path, method: str) -> Counter[int]:
@@ -81,7 +82,7 @@ async def test_eager_waits_for_a_cold_cache_and_not_for_a_warm_one(tmp_path: Pat
     methods = tmp_path / 'methods'
     slow = server(pids, '--start-delay', '1.5', '--methods-file', str(methods))
     path = write(tmp_path, {'a': slow, 'b': slow})
-    cache = tmp_path / 'listings.sqlite'
+    cache = MemoryListingStore()  # a slow file read on a loaded machine would count as a miss
 
     cold: dict[str, Any] = {}
     proxy = ToolProxyCapability.from_mcp_config(path, listing_cache=cache)
@@ -119,7 +120,7 @@ async def test_a_background_start_that_fails_keeps_the_group_and_its_calls_fail(
     version = tmp_path / 'version'
     version.write_text('1')
     path = write(tmp_path, {'flaky': server(pids, '--version-file', str(version)), 'ok': server(pids)})
-    cache = tmp_path / 'listings.sqlite'
+    cache = MemoryListingStore()  # a slow file read on a loaded machine would count as a miss
     filler = ToolProxyCapability.from_mcp_config(path, listing_cache=cache)
     await Agent(Script(['done']).model, capabilities=[filler]).run('fill the cache')
     await filler.stop_mcp_servers()
@@ -138,3 +139,37 @@ async def test_a_background_start_that_fails_keeps_the_group_and_its_calls_fail(
     assert 'tried again in the background' in warned[0]
     await proxy.stop_mcp_servers()
     assert alive(pids) == []
+
+
+async def test_cached_tools_are_turned_into_tools_once_per_listing_entry(
+    tmp_path: Path, pids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic_ai.mcp import MCPToolset
+
+    from pydantic_ai_toolproxy import _mcp_server
+
+    path = write(tmp_path, {'a': server(pids), 'b': server(pids)})
+    cache = MemoryListingStore()  # no file: a loaded machine's slow read would count as a miss and start a server
+    filler = ToolProxyCapability.from_mcp_config(path, listing_cache=cache)
+    await Agent(Script(['done']).model, capabilities=[filler]).run('fill')
+    await filler.stop_mcp_servers()
+    converted: list[str] = []
+    original = MCPToolset.get_tools
+
+    async def counting(self: Any, ctx: Any) -> Any:
+        if isinstance(self, _mcp_server._ListedFrom):
+            converted.append(self.id)
+        return await original(self, ctx)
+
+    monkeypatch.setattr(MCPToolset, 'get_tools', counting)
+    proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=cache)
+    search = [(SEARCH, {'query': 'plain'})]
+    first = Script([search, search, search, 'done'])
+    await Agent(first.model, capabilities=[proxy]).run('x')
+    second = Script([search, 'done'])
+    await Agent(second.model, capabilities=[proxy]).run('y')
+    assert sorted(converted) == ['a', 'b']  # 6 steps over two runs, one conversion per server's entry
+    assert len(started(pids)) == 2  # the filler's only: the lazy runs started nothing
+    assert [t.parameters_json_schema for t in first.infos[0].function_tools] == [
+        t.parameters_json_schema for t in second.infos[0].function_tools
+    ]
