@@ -3,7 +3,8 @@ ever failing a run (see `_mcp_config` for the whole story).
 
 A server that does not start is caught when a run enters it: that run goes on without its group, with one warning
 quoting its stderr. With a listing store, a lazy server whose cached listing is fresh is not started until a call
-needs it; every live start stores what the server listed, and the live listing wins over the cached one.
+needs it, and an eager one is started in the background while the run serves that listing (a call waits for the
+start); every live start stores what the server listed, and the live listing wins over the cached one.
 """
 
 from __future__ import annotations
@@ -556,7 +557,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             entry = self.shared.entry
             if entry is None:  # pragma: no cover - from_cache is set only with an entry
                 return {}
-            if self._starting is not None or (not self.lazy and self.pool is not None):
+            if not self.lazy:  # an eager copy serving the cache while its server starts: say if that start failed
                 self._warn_failed_start()
             return self.usable(await tools_from_listing(self.wrapped, entry, ctx))
         try:
