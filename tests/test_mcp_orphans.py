@@ -4,7 +4,8 @@ timer cannot fire, and at once when their loop was closed by hand.
 
 - a thread that ran `run_sync` and ended;
 - a `run_sync` loop that `asyncio.run` in the same thread replaced;
-- a loop closed by hand (`loop.close()` after `run_until_complete`).
+- a loop closed by hand (`loop.close()` after `run_until_complete`), without asyncio's "Loop ... that handles pid
+  ... is closed" on the host's stderr.
 And a server a later `run_sync` finds stopped this way is started again (the run gets its tool).
 """
 
@@ -85,4 +86,6 @@ def test_servers_of_a_loop_that_no_longer_runs_are_stopped(tmp_path: Path, pids:
         finally:
             proc.kill()
             proc.wait()
+        said = proc.stderr.read() if proc.stderr else ''
     assert alive(pids) == []
+    assert 'that handles pid' not in said  # asyncio's "Loop ... is closed" about a server stopped here: dropped

@@ -3,7 +3,9 @@
 
 - `terminate(pid)`: SIGTERM to the server's process group (the MCP SDK starts each stdio server in a session of its
   own, so the group is the server and what it started), SIGKILL after `TERMINATE_GRACE` seconds, and the process
-  reaped when nobody else does (a zombie otherwise: Python 3.12+ reaps a child through its loop).
+  reaped when nobody else does (a zombie otherwise: Python 3.12+ reaps a child through its loop). asyncio's child
+  watcher thread then logs `Loop ... that handles pid ... is closed` for a closed loop's server; that record is
+  dropped for the pids stopped here (the stop is this package's, not a fault of the host's).
 - `Watcher(sweep)`: a daemon thread calling `sweep()` every `WATCH_EVERY` seconds while it answers True, started
   again by `start()` after it ended.
 """
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import threading
@@ -24,6 +27,22 @@ WATCH_EVERY = 1.0
 
 TERMINATE_GRACE = 2.0
 """Seconds a server stopped by PID gets after SIGTERM before SIGKILL (as the MCP SDK gives one)."""
+
+
+_stopped: set[int] = set()
+"""Pids `terminate` stopped (asyncio's record about their closed loop is dropped: `_QuietClosedLoop`)."""
+_CLOSED_LOOP = 'Loop %r that handles pid %r is closed'
+
+
+class _QuietClosedLoop(logging.Filter):
+    """Drops asyncio's `Loop ... that handles pid ... is closed` for the servers `terminate` stopped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (record.msg == _CLOSED_LOOP and isinstance(args, tuple) and len(args) == 2 and args[1] in _stopped)
+
+
+_quiet = _QuietClosedLoop()
 
 
 class Watcher:
@@ -59,6 +78,9 @@ class Watcher:
 def terminate(pid: int, grace: float = TERMINATE_GRACE) -> None:
     """Stop the server process `pid` and what it started (its process group): SIGTERM, then SIGKILL after `grace`
     seconds, and reap it when its loop cannot. Returns once it is gone (at most about 2 x `grace` seconds)."""
+    _stopped.add(pid)
+    if _quiet not in logging.getLogger('asyncio').filters:
+        logging.getLogger('asyncio').addFilter(_quiet)
     if os.name == 'nt':  # pragma: no cover - Windows: TerminateProcess at once, no process group, no zombie
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
