@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,28 @@ async def test_cached_tools_are_turned_into_tools_once_per_listing_entry(
     assert [t.parameters_json_schema for t in first.infos[0].function_tools] == [
         t.parameters_json_schema for t in second.infos[0].function_tools
     ]
+
+
+async def test_a_capability_made_right_after_a_start_reads_its_listing(
+    tmp_path: Path, pids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another capability of the same file and listing cache file, made while the first one's write of the listing
+    is still under way (a slow disk, a loaded machine), waits for that write (bounded) instead of finding no entry."""
+    from pydantic_ai_toolproxy.stores.listings import SQLiteListingStore
+
+    slow_put = SQLiteListingStore.put
+
+    def put(self: Any, key: str, listing: Any) -> None:
+        time.sleep(0.5)
+        slow_put(self, key, listing)
+
+    monkeypatch.setattr(SQLiteListingStore, 'put', put)
+    path = write(tmp_path, {'a': server(pids)})
+    cache = tmp_path / 'listings.sqlite'
+    filler = ToolProxyCapability.from_mcp_config(path, listing_cache=cache)
+    await Agent(Script(['done']).model, capabilities=[filler]).run('fill')
+    await filler.stop_mcp_servers()
+    proxy = ToolProxyCapability.from_mcp_config(path, lazy=True, listing_cache=cache)  # its own store object
+    script = Script([[(SEARCH, {'query': 'plain'})], 'done'])
+    await Agent(script.model, capabilities=[proxy]).run('x')
+    assert len(started(pids)) == 1  # the filler's: the lazy run found the listing and started nothing

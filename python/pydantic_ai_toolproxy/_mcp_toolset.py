@@ -68,9 +68,24 @@ class _Shared:
     """Told `description` when it is set at a live start (`bind_description`); one answering False is dropped."""
 
 
-_writes: dict[tuple[int, str], threading.Thread] = {}
-"""(id of the store, key) -> the thread writing that entry now: a read of the same key in this process waits for it
-(bounded like every read), so a run reads what the previous run stored."""
+_writes: dict[tuple[object, str], threading.Thread] = {}
+"""(the store, key) -> the thread writing that entry now: a read of the same key in this process waits for it
+(bounded like every read), so a run reads what the previous run stored, also through another store object of the
+same file (`_store_slot`)."""
+
+
+def _store_slot(store: ListingStore) -> object:
+    """What names a store in `_writes`: a file store's resolved path (two capabilities opening the same file are one
+    store: one writes, the other reads), else the store object's identity."""
+    path = getattr(store, 'path', None)
+    if isinstance(path, Path):
+        try:
+            return ('path', str(path.resolve()))
+        except OSError:
+            return ('path', str(path))
+    return id(store)
+
+
 _writes_lock = threading.Lock()
 
 
@@ -82,7 +97,7 @@ def _read_entry(store: ListingStore, key: str, timeout: float = STORE_TIMEOUT) -
         Exception: what the store raises, or ValueError for an entry whose tools the MCP SDK rejects.
     """
     with _writes_lock:
-        writing = _writes.get((id(store), key))
+        writing = _writes.get((_store_slot(store), key))
     if writing is not None:
         writing.join(timeout)
     entry = store.get(key)
@@ -441,7 +456,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         if store is None:
             return
 
-        slot = (id(store), self.cache_key)
+        slot = (_store_slot(store), self.cache_key)
         before = shared.write
 
         def write() -> None:
