@@ -30,7 +30,7 @@ from test_mcp_lazy import server, write
 from test_mcp_lifetime import alive, started
 
 from pydantic_ai_toolproxy import ToolProxyCapability
-from pydantic_ai_toolproxy._mcp_toolset import STORE_TIMEOUT
+from pydantic_ai_toolproxy._mcp_listing_io import STORE_TIMEOUT
 from pydantic_ai_toolproxy.mcp_listing_cache import (
     MAX_TTL_MS,
     ServerListing,

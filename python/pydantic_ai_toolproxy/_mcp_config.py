@@ -47,6 +47,7 @@ from typing import Any
 from pydantic_ai.toolsets import AbstractToolset, PrefixedToolset
 
 from ._mcp_describe import MAX_DESCRIPTION_CHARS, default_description, described
+from ._mcp_listing_io import load_entries
 from ._mcp_noise import quiet_stdout
 from ._mcp_pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, shared_pool
 from ._mcp_server import (
@@ -57,7 +58,7 @@ from ._mcp_server import (
     stderr_tail,
     stdio_factory,
 )
-from ._mcp_toolset import MCPServerToolset, load_entries
+from ._mcp_toolset import MCPServerToolset
 from ._names import group_id, group_ids
 from .group import ToolProxyGroup
 from .mcp_listing_cache import DEFAULT_MAX_AGE, listing_key, open_listing_store
