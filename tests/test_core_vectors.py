@@ -68,14 +68,14 @@ def test_without_a_query_vector_or_weight_it_is_the_keyword_search(index: _core.
     assert index.search_hybrid(query, vectors([[1.0, 0.0, 0.0]]), None, 0, 10, 0.0) == keyword
 
 
-@pytest.mark.parametrize('query', ['file', 'forecast', 'FS__Read_File', 'umbrella rain', '', '!!', 'zzz'])
+@pytest.mark.parametrize('query', ['file', 'forecast', 'FS__Read_File', 'umbrella rain', '', '!!', '???', 'zzz'])
 @pytest.mark.parametrize('query_vector', [None, [1.0, 0.0, 0.05]])
 @pytest.mark.parametrize(('offset', 'limit'), [(0, 10), (0, 1), (1, 2)])
-def test_search_exact_is_the_search_and_counts_the_exact_names_as_explain_does(
+def test_rank_is_the_search_and_counts_the_exact_names_as_explain_does(
     index: _core.SearchIndex, query: str, query_vector: list[float] | None, offset: int, limit: int
 ) -> None:
     vector = None if query_vector is None else vectors([query_vector])
-    total, keys, exact = index.search_exact(query, vector, None, offset, limit, 0.4)
+    total, keys, exact, browsed = index.rank(query, vector, None, offset, limit, 0.4)
     expected = index.search(query, None, offset, limit) if vector is None else None
     assert (total, keys) == (expected or index.search_hybrid(query, vector, None, offset, limit, 0.4))
     named = 0
@@ -85,7 +85,9 @@ def test_search_exact_is_the_search_and_counts_the_exact_names_as_explain_does(
             break
         named += 1
     assert exact == named
-    assert index.search_exact(query, None, ['meteo'], 0, 10, 0.4)[:2] == index.search(query, ['meteo'], 0, 10)
+    assert browsed == (query in ('', '!!', '???'))  # nothing to look for: the core browsed, whatever the vector
+    assert browsed == _core.nothing_to_find(query)
+    assert index.rank(query, None, ['meteo'], 0, 10, 0.4)[:2] == index.search(query, ['meteo'], 0, 10)
 
 
 @pytest.mark.parametrize(

@@ -183,7 +183,8 @@ async def test_query_vectors_are_cached_bounded(monkeypatch: pytest.MonkeyPatch)
         assert reason is None and vector == vector_bytes(bag_vector(q, 64, {}))
     assert [texts for _, texts in model.calls] == [['a'], ['b'], ['c']]  # 'a' stayed recent; 'b' was dropped
     assert vectors.cached_query_vector('b') is None
-    assert await vectors.query_vector('   ') == (None, 'browse')
+    assert await vectors.query_vector('   ') == (None, 'no-words')
+    assert await vectors.query_vector('???') == (None, 'no-words')  # the core's rule: nothing to look for
 
 
 async def test_query_faults_warn_once_until_recovered(caplog: pytest.LogCaptureFixture) -> None:

@@ -489,3 +489,33 @@ async def test_vectors_follow_every_tenant_index(max_indexes: int) -> None:
     assert vectors is not None
     for slot in capability._runtime.search_index.slots:
         assert vectors.coverage(slot.index) == (5, 5)
+
+
+async def test_the_query_is_embedded_while_the_search_waits_for_its_tools() -> None:
+    """The first search's query embedding runs during its wait for the tool vectors, not after it: the document
+    call here holds until the query's call has started (at most 3 s, then it answers anyway), so it sees the query
+    under way only when the two overlap; embedded one after the other, the search would wait 3 s for the batch."""
+    import threading
+    from dataclasses import dataclass
+
+    from pydantic_ai.embeddings import EmbeddingResult, EmbeddingSettings
+    from pydantic_ai.embeddings.result import EmbedInputType
+
+    query_started = threading.Event()
+    saw: list[bool] = []
+
+    @dataclass(eq=False)
+    class Overlap(BagOfWordsModel):
+        async def embed(
+            self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+        ) -> EmbeddingResult:
+            if input_type == 'query':
+                query_started.set()
+            else:
+                saw.append(await asyncio.to_thread(query_started.wait, 3.0))
+            return await super().embed(inputs, input_type=input_type, settings=settings)
+
+    model = Overlap(dimensions=256, synonyms=SYNONYMS)
+    [page] = await pages(proxy(model), {'query': UMBRELLA})
+    assert saw and saw[0] is True
+    assert names(page)[0] == 'weather.get_forecast'  # the tools' vectors arrived within the wait: hybrid

@@ -12,12 +12,21 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from short_lived_worker import NAME, TOOLS, tool_texts
 
 import pydantic_ai_toolproxy
 from pydantic_ai_toolproxy.hybrid.batches import BATCH_INPUTS
 from pydantic_ai_toolproxy.hybrid.embedding_text import embedding_text, text_hash
-from pydantic_ai_toolproxy.hybrid.fill import BATCH_SECONDS, EXIT_WAIT, FIRST_CLAIM, MIN_CLAIM, Fill, worth_waiting
+from pydantic_ai_toolproxy.hybrid.fill import (
+    BATCH_SECONDS,
+    EXIT_WAIT,
+    FIRST_CLAIM,
+    MIN_CLAIM,
+    Fill,
+    wait_budget,
+    worth_waiting,
+)
 
 TESTS = Path(__file__).resolve().parent
 KEY = f'bag:{NAME}:native'
@@ -64,8 +73,8 @@ def test_four_short_lived_processes_leave_every_vector_stored_and_no_claim(tmp_p
     """120 new tools, 0.05 s per text (all 120 take 6 s, longer than the 5 s `embedding_wait`): the first process's
     search learns the pace from its first claimed batch (`FIRST_CLAIM` texts, 0.8 s) and stops waiting, since the
     rest cannot arrive within its wait; its exit stores the batch in flight (sized to `BATCH_SECONDS`) and releases
-    the claims. The second process's search waits, as the rest now fits in its wait; the third and fourth find every
-    vector and do not wait. Without the exit hook, the claims of the first process's batch in flight would hold
+    the claims. The second process's search may wait the share of the wait that is still missing (`wait_budget`);
+    the third and fourth wait at most their small share, and the fourth's exit leaves every vector stored. Without the exit hook, the claims of the first process's batch in flight would hold
     those texts for 2 x `embedding_timeout` + 10 s and the fourth process would end without them."""
     cache = tmp_path / 'cache.sqlite3'
     searches = []
@@ -96,12 +105,36 @@ def test_a_process_ending_with_a_batch_that_never_answers_releases_its_claims(tm
 
 
 def test_a_search_waits_only_while_waiting_can_pay_off() -> None:
-    assert worth_waiting(started=120, left_now=120, waited=3.0, wait_left=2.0)  # pace unknown yet: wait
-    assert worth_waiting(started=120, left_now=56, waited=1.0, wait_left=4.0)  # 56 more at 64/s: 0.9 s
-    assert not worth_waiting(started=120, left_now=56, waited=3.0, wait_left=2.0)  # 2.6 s more: past the wait
-    assert not worth_waiting(started=10_000, left_now=9_936, waited=2.0, wait_left=3.0)  # a long backlog: no wait
-    assert not worth_waiting(started=120, left_now=0, waited=1.0, wait_left=4.0)  # nothing left
-    assert worth_waiting(started=10, left_now=12, waited=1.0, wait_left=4.0)  # more pending than at the start
+    assert worth_waiting(arrived=0, left_now=120, waited=3.0, wait_left=2.0)  # pace unknown yet: wait
+    assert worth_waiting(arrived=64, left_now=56, waited=1.0, wait_left=4.0)  # 56 more at 64/s: 0.9 s
+    assert not worth_waiting(arrived=64, left_now=56, waited=3.0, wait_left=2.0)  # 2.6 s more: past the wait
+    assert not worth_waiting(arrived=64, left_now=9_936, waited=2.0, wait_left=3.0)  # a long backlog: no wait
+    assert not worth_waiting(arrived=120, left_now=0, waited=1.0, wait_left=4.0)  # nothing left
+    assert not worth_waiting(arrived=0, left_now=120, waited=1.0, wait_left=0.0)  # the budget is spent
+
+
+def test_the_wait_is_the_share_of_the_wait_that_is_missing() -> None:
+    """`wait_budget`: the whole `embedding_wait` when no tool has a vector, a tenth of it when a tenth misses one."""
+    assert wait_budget(5.0, 1.0) == 5.0
+    assert wait_budget(5.0, 0.1) == pytest.approx(0.5)
+    assert wait_budget(5.0, 0.0) == 0.0
+    assert wait_budget(5.0, 1.5) == 5.0 and wait_budget(5.0, -1.0) == 0.0
+
+
+def test_a_process_that_finds_most_vectors_stored_waits_a_share_of_the_wait(tmp_path: Path) -> None:
+    """A cache that already holds 108 of the 120 vectors (a tenth missing) and a slow embedder (0.2 s a text: the
+    12 texts take 2.4 s): the search waits about a tenth of `embedding_wait` (0.5 s), not until the batch arrives,
+    and the process's exit still stores that batch (within `EXIT_WAIT`) and leaves no claim."""
+    cache = tmp_path / 'cache.sqlite3'
+    run_worker(cache, 0.0)
+    texts = sorted(expected_hashes())
+    with sqlite3.connect(cache) as db:
+        db.executemany('DELETE FROM vectors WHERE hash = ?', [(h,) for h in texts[:12]])
+    assert len(stored_and_claimed(cache)[0]) == 108
+    out, _ = run_worker(cache, 0.2)
+    assert out['search'] < 1.5, out  # 0.5 s of budget, plus the query and the run's own steps
+    hashes, claims = stored_and_claimed(cache)
+    assert hashes == expected_hashes() and claims == 0
 
 
 def test_claimed_batches_follow_the_embedders_pace() -> None:

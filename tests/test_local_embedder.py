@@ -395,3 +395,81 @@ def test_a_config_file_names_the_folder_relative_to_itself(folder: Path, tmp_pat
     proc = toolproxy('--config', str(where / 'missing.toml'), 'inspect', env=env)
     assert proc.returncode == 2 and 'no model folder at' in proc.stderr and 'nowhere' in proc.stderr, proc.stderr
     assert 'Traceback' not in proc.stderr
+
+
+def test_one_process_reads_a_folder_once(folder: Path, tmp_path: Path) -> None:
+    """Every model object of one folder, however spelled, shares one loaded network (`shared_network`); a folder
+    whose file changed (size or mtime) is read again."""
+    from pydantic_ai_toolproxy.embeddings.local import shared_network
+
+    first, second = LocalEmbeddingModel(folder), LocalEmbeddingModel(f'{folder}/')
+    assert first._network() is second._network() is shared_network(folder.resolve())
+    copy = tmp_path / 'copy'
+    copy.mkdir()
+    for path in folder.rglob('*'):
+        target = copy / path.relative_to(folder)
+        if path.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        elif path.name == 'config.json' and path.parent == folder:
+            shutil.copyfile(path, target)  # a real file: its mtime is changed below
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(path)
+    model = LocalEmbeddingModel(copy)
+    loaded = model._network()
+    assert LocalEmbeddingModel(copy)._network() is loaded
+    os.utime(copy / 'config.json', ns=(0, 0))
+    assert LocalEmbeddingModel(copy)._network() is not loaded
+
+
+def test_a_query_runs_before_the_document_batches_of_its_model(
+    model: LocalEmbeddingModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query's forward pass marks the model's `QueryGate`; a document batch's pauses at each layer for it."""
+    from pydantic_ai_toolproxy.embeddings import local
+
+    seen: list[tuple[bool, Any]] = []
+    forward = local._forward
+
+    def spy(net: Any, ids: list[list[int]], pause: Any = None) -> Any:
+        seen.append((net.gate._running > 0, pause))
+        return forward(net, ids, pause)
+
+    monkeypatch.setattr(local, '_forward', spy)
+    embed(model, ['will it rain'], 'query')
+    embed(model, ['will it rain'], 'document')
+    gate = model._network().gate
+    assert seen == [(True, None), (False, gate.yield_to_queries)]
+
+
+def test_the_query_gate_holds_document_batches_while_a_query_runs() -> None:
+    """`QueryGate`: a batch at a layer waits while a query runs, goes on when it ends, and never waits longer than
+    `QUERY_PRIORITY_WAIT` (a stream of queries cannot stall the tool texts)."""
+    import threading
+    import time
+
+    from pydantic_ai_toolproxy.embeddings.local import QUERY_PRIORITY_WAIT, QueryGate
+
+    gate = QueryGate()
+    began = time.monotonic()
+    gate.yield_to_queries()  # no query: no wait
+    assert time.monotonic() - began < 0.05
+    waited: list[float] = []
+
+    def batch_layer() -> None:
+        start = time.monotonic()
+        gate.yield_to_queries()
+        waited.append(time.monotonic() - start)
+
+    with gate.query():
+        layer = threading.Thread(target=batch_layer)
+        layer.start()
+        time.sleep(0.2)
+        assert not waited  # still held by the query
+    layer.join(timeout=5)
+    assert 0.15 <= waited[0] < QUERY_PRIORITY_WAIT
+    with gate.query():  # a query longer than the bound: the batch goes on after QUERY_PRIORITY_WAIT
+        layer = threading.Thread(target=batch_layer)
+        layer.start()
+        layer.join(timeout=5)
+        assert QUERY_PRIORITY_WAIT * 0.9 <= waited[1] < QUERY_PRIORITY_WAIT + 1

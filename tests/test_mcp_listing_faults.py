@@ -35,7 +35,7 @@ from pydantic_ai_toolproxy.mcp_listing_cache import (
     ServerListing,
     SQLiteListingStore,
 )
-from pydantic_ai_toolproxy.mcp_servers.toolset import STORE_TIMEOUT
+from pydantic_ai_toolproxy.mcp_servers.listing_io import STORE_TIMEOUT
 
 
 @pytest.fixture

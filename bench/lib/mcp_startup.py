@@ -8,9 +8,13 @@ warm `npx`/`uvx`) in one `mcpServers` file, offered as:
 - `ToolSearch` over the same toolsets (Pydantic AI's deferred search; its start is the same);
 - `ToolProxyCapability.from_mcp_config(file)` with its servers entered one after another (how this package started
   them before concurrent start: the reference of the ratios);
-- `ToolProxyCapability.from_mcp_config(file)`: eager, started concurrently;
+- `ToolProxyCapability.from_mcp_config(file)`: eager, started concurrently, without a listing cache (the run waits
+  for every server's listing), and with a warm one (the first request is built from the cached listings while the
+  servers start in the background; the call waits for its server);
 - `from_mcp_config(file, lazy=True)` with a warm listing cache: a run that only searches, and one that searches
   and calls one tool.
+
+The listing cache is filled once before the measured runs.
 
 A `FunctionModel` plays the model (search, call, answer as each mode allows); the time to its first request is
 taken from `agent.run`'s start, median of `--runs` runs. The servers' processes are counted from their pid file and
@@ -120,9 +124,9 @@ async def measure(mode: str, config: Path, pid_file: Path, store: SQLiteListingS
     elif mode == 'ToolSearch':
         model = Measured(pid_file, [call('search_tools', {'queries': [QUERY]}), say('done')])
         agent = Agent(FunctionModel(model), toolsets=load_mcp_toolsets(config), capabilities=[ToolSearch()])
-    elif mode in ('proxy, eager', SEQUENTIAL):
+    elif mode in ('proxy, eager', SEQUENTIAL, WARM_EAGER):
         model = Measured(pid_file, [search, first_found, say('done')])
-        proxy = ToolProxyCapability.from_mcp_config(config, listing_cache=store)
+        proxy = ToolProxyCapability.from_mcp_config(config, listing_cache=store if mode == WARM_EAGER else None)
         agent = Agent(FunctionModel(model), capabilities=[proxy])
     else:
         steps = [search, say('done')] if mode == 'proxy, lazy: search only' else [search, first_found, say('done')]
@@ -154,11 +158,13 @@ async def measure(mode: str, config: Path, pid_file: Path, store: SQLiteListingS
 
 
 SEQUENTIAL = 'proxy, eager, one after another (before concurrent start)'
+WARM_EAGER = 'proxy, eager, listings cached'
 MODES = (
     'toolsets=',
     'ToolSearch',
     SEQUENTIAL,
     'proxy, eager',
+    WARM_EAGER,
     'proxy, lazy: search only',
     'proxy, lazy: search + call',
 )
@@ -187,6 +193,9 @@ async def report(argv: list[str] | None = None) -> None:
         config.write_text(json.dumps({'mcpServers': servers}))
         store = SQLiteListingStore(folder / 'listings.sqlite3')
         results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in MODES}
+        filler = ToolProxyCapability.from_mcp_config(config, listing_cache=store)
+        await Agent(FunctionModel(Measured(pid_file, [say('done')])), capabilities=[filler]).run('fill the cache')
+        await filler.stop_mcp_servers()
         for _ in range(args.runs):
             for mode in MODES:  # alternating: load drifts hit every mode alike
                 results[mode].append(await measure(mode, config, pid_file, store))

@@ -27,6 +27,7 @@ __all__ = [
     'canonical_name',
     'embedding_fingerprints',
     'nonfinite_rows',
+    'nothing_to_find',
     'plan_page',
     'schema_fingerprints',
     'split_canonical_name',
@@ -171,6 +172,11 @@ def plan_page(entry_sizes: list[int], total: int, offset: int, budget: int) -> t
     ``offset + len(entry_sizes)`` exceeds ``total``.
     """
 
+def nothing_to_find(query: str) -> bool:
+    """Whether ``query`` has nothing to look for (no alphanumeric character): ``SearchIndex.search`` browses it
+    unless it is a record's exact name, and it is never ranked by meaning (no query vector is needed for it).
+    The core's one rule; ``SearchIndex.rank`` reports whether a query did browse."""
+
 @final
 class SearchIndex:
     """Inverted index over tool records; holds no Python objects.
@@ -231,7 +237,8 @@ class SearchIndex:
         order: ``field`` is ``"tool name"``, ``"group name"``, ``"description"``, ``"parameter names"``,
         ``"parameter text"`` or ``"group description"``; ``via_stem`` is true when another word of the token's
         stem matched; ``gain`` is the token's BM25F gain in that field (its weight applied). ``score`` is
-        ``sum(gains) * coordination``, the score the record is ranked by; an ``exact`` name match ranks above
+        the score the record is ranked by, bit for bit (computed by the ranking's own code for this record:
+        ``sum(gains) * coordination`` up to the order the gains are added in); an ``exact`` name match ranks above
         every other match whatever its score. ``groups`` is the selection of the search being explained: a
         record outside it is explained as if selected, but, as in ``search``, when the query's other words find
         nothing selected, its function words and numbers score by themselves.
@@ -332,7 +339,7 @@ class SearchIndex:
         ``query_vector`` is not bytes-like.
         """
 
-    def search_exact(
+    def rank(
         self,
         query: str,
         query_vector: Buffer | None,
@@ -340,10 +347,11 @@ class SearchIndex:
         offset: int,
         limit: int,
         weight: float,
-    ) -> tuple[int, list[str], int]:
-        """Return ``(total, keys, exact)``: what ``search_hybrid`` returns (``search`` exactly when
-        ``query_vector`` is ``None``, whatever ``weight``), and how many of ``keys``, from the first, are
-        exact name matches of ``query`` (``explain``'s ``exact``: they rank first), in one call.
+    ) -> tuple[int, list[str], int, bool]:
+        """Return ``(total, keys, exact, browsed)``: what ``search_hybrid`` returns (``search`` exactly when
+        ``query_vector`` is ``None``, whatever ``weight``), how many of ``keys``, from the first, are exact name
+        matches of ``query`` (``explain``'s ``exact``: they rank first), and whether the query browsed (nothing to
+        look for and no exact name: ``keys`` are the selected records in ``(group, tool)`` order), in one call.
 
         Raises what ``search_hybrid`` raises.
         """

@@ -215,14 +215,18 @@ class ToolProxyCapability(WrapperCapability[AgentDepsT]):
 
         A stdio server is started by the first run (or `async with agent:`) that needs it and kept for the later
         runs on the same event loop, as Pydantic AI keeps it: the second run starts nothing. It stops when no run
-        has used it for `idle_timeout` seconds (None: never while its loop lives), when its event loop ends
-        (`asyncio.run` returns), or at interpreter exit (also on a SIGTERM left at Python's default); each event
-        loop has its own process. Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a
+        has used it for `idle_timeout` seconds (None: never while its loop lives; also when its loop no longer runs,
+        stopped then by PID from a watcher thread), when its event loop ends (`asyncio.run` returns, or the loop is
+        closed by hand), or at interpreter exit (also on a SIGTERM left at Python's default); each event loop has
+        its own process. Its stderr goes to `<server_log>/<group id>.log` when `server_log` names a
         folder, else to a private temporary file of this process.
 
         Servers start concurrently at run entry, a few at a time (`mcp_servers.pool.start_slots`), each within
         `start_timeout` seconds counted from its own slot (an entry's `startup_timeout_sec` or `startup_timeout_ms`
-        key wins). A server that did not start costs only the run that found it: later runs leave its group out at
+        key wins). A server whose listing is in `listing_cache` and fresh is started in the background instead: the
+        run's first model request is built from the cached listing, and a call waits for the start (a start that
+        fails then answers calls with a `ToolFailed`; the group stays). A server that did not start costs only the
+        run that found it: later runs leave its group out at
         once, and it is retried in the background after 30 s (doubling up to 10 minutes). With `lazy=True`
         (or a collection of server names), a server whose listing is in `listing_cache` and fresh is not started at
         run entry: search ranks its cached tools, and the first `call_proxy_tool` of one of its tools starts it

@@ -60,8 +60,9 @@ class ToolProxyConfig:
             `EmbeddingStore`, or None for memory only. Opened only with an embedder, at the first search.
         embedding_wait: Most seconds a search waits for tool vectors still being computed, 0-600 (default 5.0):
             only the first search of a run, or the first of a run after its tool set gained texts without a vector,
-            waits, and only while waiting can pay off (until the first vectors arrive, then while the missing ones
-            can all arrive within the wait at the pace measured); later searches of that run rank what has no
+            waits, at most this times the share of its tools' texts without a vector once the cache was read, and
+            only while waiting can pay off (until the first vectors arrive, then while the missing ones can all
+            arrive within that budget at the pace measured); later searches of that run rank what has no
             vector yet by keywords alone at once. Embedding goes on in the background (on the process's embedding
             thread) past the wait and past the run; a process that exits stores its batch in flight (at most 5 s)
             and releases its claims.

@@ -49,7 +49,8 @@ class SearchExplanation:
         group: The tool's group.
         tool: The tool's local name.
         exact: The query is the tool's name: it ranks above every other match, whatever its score.
-        score: `sum(match.gain) * coordination`, what the ranking sorts by (higher first).
+        score: The score the ranking sorts by (higher first), bit for bit: the core explains with the ranking's own
+            code. `sum(match.gain) * coordination` up to rounding (the ranking adds the gains in its own order).
         coordination: `1 + 1.5 * matched / query words`: the more of the query's words a tool matches (in its own
             fields or its group's description), the higher.
         matches: Every word's gain per field, in query order; empty when nothing matched.

@@ -23,7 +23,7 @@ embedding cache: `default_listing_cache_path`), `PostgresListingStore` (a `postg
 server once), `MemoryListingStore`, or any object with the `ListingStore` methods. A store that fails (unreadable file, locked
 database) is logged once on the `pydantic_ai_toolproxy` logger and acts as empty: the servers are started as
 without a cache, never a failed run. The stores are never called on the event loop: the entries of a file's
-servers are read at once in a worker thread at construction, bounded by `mcp_servers.toolset.STORE_TIMEOUT` (2 s) in
+servers are read at once in a worker thread at construction, bounded by `mcp_servers.listing_io.STORE_TIMEOUT` (2 s) in
 all (a store past it counts as empty), and each write runs in a thread of its own. An entry whose tools the MCP
 SDK rejects counts as missing (one warning).
 """

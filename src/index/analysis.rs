@@ -59,8 +59,8 @@ pub(super) fn require_all(tokens: &mut [QueryToken<'_>]) -> bool {
 }
 
 /// Whether a query has nothing to look for (no alphanumeric character): it browses when no
-/// exact name matches either.
-pub(super) fn nothing_to_find(query: &str) -> bool {
+/// exact name matches either (the one rule; the Python side asks the core, never decides).
+pub fn nothing_to_find(query: &str) -> bool {
     !query.chars().any(char::is_alphanumeric)
 }
 

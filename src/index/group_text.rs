@@ -16,6 +16,7 @@
 use std::sync::Arc;
 
 use super::bm25f::{lucene_idf, saturated_gain};
+use super::query::GroupMatch;
 use super::{FoldHashMap, FoldHashSet, SearchIndex};
 use crate::terms::{is_optional_word, term};
 use crate::tokenize::for_each_token;
@@ -33,6 +34,13 @@ const MAX_GROUP_TEXT_TOKENS: usize = 256;
 /// past this many the rest of a longer one adds no group gain).
 const MAX_QUERY_STEMS: usize = 1024;
 
+#[cfg(test)]
+thread_local! {
+    /// Passes over a query's tokens for group descriptions on this thread (tests check one per
+    /// query).
+    pub(super) static GROUP_TEXT_PASSES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The indexed descriptions of groups, by stem.
 #[derive(Debug, Default)]
 pub(super) struct GroupTexts {
@@ -43,11 +51,6 @@ pub(super) struct GroupTexts {
 }
 
 impl GroupTexts {
-    /// Whether no group has a description.
-    pub(super) fn is_empty(&self) -> bool {
-        self.lengths.is_empty()
-    }
-
     /// Sets (or, with an empty `text`, removes) the description of `group`.
     pub(super) fn set(&mut self, group: &str, text: &str) {
         let name: Arc<str> = Arc::from(group);
@@ -142,8 +145,11 @@ impl GroupTexts {
 }
 
 impl SearchIndex {
-    /// Calls `found(group id, token, gain)` for each query token found in a group's description.
+    /// Calls `found(group id, token, gain)` for each query token found in a group's description
+    /// (once per query: [`super::query::PreparedQuery::group_matches`] keeps what it found).
     pub(super) fn each_group_gain(&self, query: &str, found: impl FnMut(u32, &str, f32)) {
+        #[cfg(test)]
+        GROUP_TEXT_PASSES.with(|passes| passes.set(passes.get() + 1));
         self.group_texts.each_gain(
             query,
             |name| {
@@ -163,26 +169,20 @@ impl SearchIndex {
         );
     }
 
-    /// The group gain of each group for `query` (see the module docs), by group id; empty when no
-    /// group description matches.
+    /// The group gain of each group (see the module docs) from the query's group-description
+    /// `matches`, by group id; empty when there is none.
     /// `[gain, matched]`: the summed gains, and `GROUP_TEXT_COORDINATION` per matched token
     /// toward the members' coordination factor.
-    pub(super) fn group_gains(&self, query: &str) -> Vec<[f32; 2]> {
-        if self.group_texts.is_empty() {
+    pub(super) fn group_gains(&self, matches: &[GroupMatch]) -> Vec<[f32; 2]> {
+        if matches.is_empty() {
             return Vec::new();
         }
         let mut gains = vec![[0.0f32; 2]; self.groups.len()];
-        let mut any = false;
-        self.each_group_gain(query, |id, _, gain| {
-            let [total, matched] = &mut gains[id as usize];
-            *total += gain;
+        for found in matches {
+            let [total, matched] = &mut gains[found.group as usize];
+            *total += found.gain;
             *matched += GROUP_TEXT_COORDINATION;
-            any = true;
-        });
-        if any {
-            gains
-        } else {
-            Vec::new()
         }
+        gains
     }
 }

@@ -23,7 +23,7 @@ use super::postings::find;
 use super::query::PreparedQuery;
 use super::scorer::Scorer;
 use super::vectors::{parse_rows, QueryVector, Vectors};
-use super::SearchIndex;
+use super::{Ranked, SearchIndex};
 
 /// The query's semantic neighbors: the scale `(c1, cF)` of its nearest documents and the candidates
 /// closer than `cF`.
@@ -106,14 +106,31 @@ impl SearchIndex {
         limit: usize,
         weight: f64,
     ) -> crate::Result<(usize, Vec<Arc<str>>)> {
+        let ranked = self.rank(query, query_vector, groups, offset, limit, weight)?;
+        Ok((ranked.total, ranked.keys))
+    }
+
+    /// [`Self::search_hybrid`] (exactly [`Self::search`] when `query_vector` is `None`, whatever
+    /// `weight`), with how many of the window's keys, from the first, are exact name matches and
+    /// whether the query browsed: one ranking, reported as it ran. Errors: those of
+    /// [`Self::search_hybrid`].
+    pub fn rank(
+        &self,
+        query: &str,
+        query_vector: Option<&[u8]>,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+        weight: f64,
+    ) -> crate::Result<Ranked> {
         let weight = check_weight(weight)?;
         let vector = self.query_vector(query_vector)?;
         let Some(vector) = vector.filter(|_| weight > 0.0 && self.vectors.len() > 0) else {
-            return Ok(self.search(query, groups, offset, limit));
+            return Ok(self.rank_keywords(query, groups, offset, limit, true));
         };
         let mut prepared = self.prepare(query, groups);
         if prepared.browse {
-            return Ok(self.browse(prepared.allowed(), offset, limit));
+            return Ok(self.browsed(&prepared, offset, limit));
         }
         // Every document above another in keyword order is above it here too (its fused score is
         // at least as high: a vector candidate adds a semantic share), so a document at position
@@ -157,11 +174,13 @@ impl SearchIndex {
             .collect();
         by_vector.sort_unstable_by(fused_order);
         let by_keyword = by_keyword.iter().map(|scored| fused(scored, 0.0));
-        let keys = merge(by_keyword, by_vector, offset.saturating_add(limit))
+        let window: Vec<HybridDoc> = merge(by_keyword, by_vector, offset.saturating_add(limit))
             .skip(offset)
-            .map(|ranked| Arc::from(self.docs[ranked.doc as usize].name.key()))
             .collect();
-        Ok((total, keys))
+        Ok(self.window(
+            total,
+            window.iter().map(|ranked| (ranked.doc, ranked.exact)),
+        ))
     }
 
     /// Explains the hybrid rank of the live document `key` (`None`: unknown key); the arguments
@@ -249,12 +268,12 @@ impl SearchIndex {
         }
         let scorer = Scorer::new(self, None);
         let group = self.doc_group[doc as usize];
-        let mut in_group_text: Vec<String> = Vec::new();
-        self.each_group_gain(prepared.text, |id, token, _| {
-            if id == group {
-                in_group_text.push(token.to_owned());
-            }
-        });
+        let in_group_text: Vec<&str> = prepared
+            .group_matches
+            .iter()
+            .filter(|found| found.group == group)
+            .map(|found| &*found.token)
+            .collect();
         let mut matched = 0.0f32;
         for token in words {
             let mut df = usize::MAX;
@@ -273,7 +292,7 @@ impl SearchIndex {
                 }
                 df = df.min(largest);
             }
-            let in_group = in_group_text.iter().any(|text| **text == *token.text);
+            let in_group = in_group_text.contains(&&*token.text);
             if df != usize::MAX && (holds || in_group) {
                 matched += scorer.idf(df);
             } else if in_group {

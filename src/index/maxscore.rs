@@ -36,8 +36,8 @@
 use super::bm25f::document_score;
 use super::collector::{ScoredDoc, TopK};
 use super::plan::QueryPlan;
-use super::query::PreparedQuery;
-use super::scorer::{combined, Scorer, Scratch, SCORE_SCRATCH};
+use super::query::{DocScore, PreparedQuery};
+use super::scorer::{combined, with_scratch, Scorer, Scratch};
 use super::SearchIndex;
 
 #[cfg(test)]
@@ -419,11 +419,7 @@ impl PreparedQuery<'_> {
     /// its exact matches, and returns their number and the best `keep` of them, best first (one
     /// keyword run; [`PreparedQuery::score`] adds the rule for optional tokens).
     pub(super) fn execute(&self, keep: usize, prune: bool) -> (usize, Vec<ScoredDoc>) {
-        let run = |scratch: &mut Scratch| self.execute_with(keep, prune, scratch);
-        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scratch) => run(&mut scratch),
-            Err(_) => run(&mut Scratch::default()),
-        })
+        with_scratch(|scratch| self.execute_with(keep, prune, scratch))
     }
 
     /// [`Self::execute`] with `scratch`, which must be zeroed and is left zeroed.
@@ -493,51 +489,12 @@ impl PreparedQuery<'_> {
         scratch.touched = touched;
         (total, best)
     }
-
-    /// The exact scores of `docs` (sorted, selectable) for `tokens` (decided as the keyword run
-    /// left them, see [`PreparedQuery::score`]), in document order: the same sums in the
-    /// same order as [`Self::execute`] adds them (content tokens in plan order, then the
-    /// optional tokens, scanned ones first, for a document a content token or an exact name
-    /// finds; then the group gain and the coordination factor), so each equals the score that
-    /// ranking gives it, bit for bit (0 for a document the query does not match). Only lookups
-    /// in the posting lists: cheap for a few documents.
-    pub(super) fn score_docs(&self, docs: &[u32]) -> Vec<ScoredDoc> {
-        let index = self.index;
-        let exact = &self.exact;
-        let run = |scratch: &mut Scratch| {
-            scratch.fit(index.docs.len());
-            let scorer = Scorer::new(index, self.allowed());
-            let plan = QueryPlan::new(&scorer, &self.tokens, index.live);
-            for planned in &plan.content {
-                scorer.look_up(planned, true, docs, scratch);
-            }
-            let is_exact = |doc: u32| exact.binary_search(&doc).is_ok();
-            let found: Vec<u32> = docs
-                .iter()
-                .copied()
-                .filter(|&doc| scratch.score[doc as usize][1] != 0.0 || is_exact(doc))
-                .collect();
-            for planned in plan.scanned.iter().chain(&plan.looked_up) {
-                scorer.look_up(planned, false, &found, scratch);
-            }
-            docs.iter()
-                .map(|&doc| {
-                    let group = group_gain(&self.group_gains, &index.doc_group, doc);
-                    scored(index, doc, is_exact(doc), group, plan.query_tokens, scratch)
-                })
-                .collect()
-        };
-        SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
-            Ok(mut scratch) => run(&mut scratch),
-            Err(_) => run(&mut Scratch::default()),
-        })
-    }
 }
 
 /// The group gain (`[gain, matched]`) of `doc`'s group among `group_gains` (by group id; empty: no
 /// group description matches; see `group_text`).
 #[inline]
-fn group_gain(group_gains: &[[f32; 2]], doc_group: &[u32], doc: u32) -> [f32; 2] {
+pub(super) fn group_gain(group_gains: &[[f32; 2]], doc_group: &[u32], doc: u32) -> [f32; 2] {
     if group_gains.is_empty() {
         return [0.0; 2];
     }
@@ -559,12 +516,17 @@ fn scored(
     scratch: &mut Scratch,
 ) -> ScoredDoc {
     let at = doc as usize;
-    let content = std::mem::take(&mut scratch.score[at]);
-    let optional = std::mem::take(&mut scratch.optional[at]);
+    let parts = DocScore {
+        exact,
+        content: std::mem::take(&mut scratch.score[at]),
+        optional: std::mem::take(&mut scratch.optional[at]),
+        group,
+        query_tokens,
+    };
     ScoredDoc {
         doc,
         exact,
-        score: document_score(content, optional, group, query_tokens).0,
+        score: parts.score().0,
         ordinal: index.tie_break_ordinals[at],
     }
 }

@@ -61,6 +61,7 @@ mod scorer;
 mod storage;
 mod vectors;
 
+pub use analysis::nothing_to_find;
 use bm25f::FIELDS;
 use by_hash::DocsByHash;
 pub use explain::{Explanation, TermMatch, GROUP_DESCRIPTION_FIELD};
@@ -100,6 +101,20 @@ pub fn search_window(offset: i64, limit: i64) -> crate::Result<(usize, usize)> {
         Ok(usize::try_from(value).unwrap_or(usize::MAX))
     };
     Ok((convert("offset", offset)?, convert("limit", limit)?))
+}
+
+/// One query's ranked window, as the ranking ran ([`SearchIndex::rank`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ranked {
+    /// The ranked set's size (the selected documents, when browsing).
+    pub total: usize,
+    /// The keys of the window, best first.
+    pub keys: Vec<Arc<str>>,
+    /// How many of `keys`, from the first, are exact name matches of the query.
+    pub exact: usize,
+    /// The query had nothing to look for and no exact name: the window lists the selected
+    /// documents in `(group, tool)` order.
+    pub browsed: bool,
 }
 
 /// The search index. Cheap to query concurrently (`&self`), mutated with `&mut self`.
@@ -192,18 +207,61 @@ impl SearchIndex {
         limit: usize,
         prune: bool,
     ) -> (usize, Vec<Arc<str>>) {
+        let ranked = self.rank_keywords(query, groups, offset, limit, prune);
+        (ranked.total, ranked.keys)
+    }
+
+    /// The keyword ranking's window ([`Self::search_pruned`]), as [`Self::rank`] reports it.
+    fn rank_keywords(
+        &self,
+        query: &str,
+        groups: Option<&[&str]>,
+        offset: usize,
+        limit: usize,
+        prune: bool,
+    ) -> Ranked {
         let mut prepared = self.prepare(query, groups);
         if prepared.browse {
-            return self.browse(prepared.allowed(), offset, limit);
+            return self.browsed(&prepared, offset, limit);
         }
         let keep = offset.saturating_add(limit);
         let (total, best) = prepared.score(keep, prune);
-        let keys = best
-            .iter()
-            .skip(offset)
-            .map(|scored| Arc::from(self.docs[scored.doc as usize].name.key()))
-            .collect();
-        (total, keys)
+        self.window(
+            total,
+            best.iter()
+                .skip(offset)
+                .map(|scored| (scored.doc, scored.exact)),
+        )
+    }
+
+    /// The window of a query that browses ([`query::PreparedQuery::browse`]).
+    fn browsed(&self, prepared: &query::PreparedQuery<'_>, offset: usize, limit: usize) -> Ranked {
+        let (total, keys) = self.browse(prepared.allowed(), offset, limit);
+        Ranked {
+            total,
+            keys,
+            exact: 0,
+            browsed: true,
+        }
+    }
+
+    /// A ranked window from its `(document, exact name match)`s, best first.
+    fn window(&self, total: usize, docs: impl Iterator<Item = (u32, bool)>) -> Ranked {
+        let mut keys = Vec::new();
+        let mut exact = 0;
+        for (doc, is_exact) in docs {
+            // Exact name matches rank first: the first document that is none ends them.
+            if is_exact && exact == keys.len() {
+                exact += 1;
+            }
+            keys.push(Arc::from(self.docs[doc as usize].name.key()));
+        }
+        Ranked {
+            total,
+            keys,
+            exact,
+            browsed: false,
+        }
     }
 
     /// Number of live documents in `postings`: a removed document stays in its lists until the

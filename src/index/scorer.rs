@@ -4,7 +4,7 @@
 
 use super::analysis::QueryToken;
 use super::bm25f::{Bm25f, COORDINATION_WEIGHT, FIELDS};
-use super::postings::{gallop, Posting};
+use super::postings::{find, gallop, Posting};
 use super::SearchIndex;
 
 thread_local! {
@@ -21,7 +21,7 @@ pub(super) struct Scratch {
     /// The same for the optional tokens (kept apart, so their sum is added in one fixed order
     /// whichever way each was scored).
     pub(super) optional: Vec<[f32; 2]>,
-    /// Gain of the current query token.
+    /// Gain of the current query token's own term (a token with a stem class).
     gain: Vec<f32>,
     /// Per-field term frequencies of the current stem class.
     class_tf: Vec<[u16; FIELDS]>,
@@ -71,6 +71,41 @@ impl Scratch {
             .map(|bits| std::mem::take(bits).count_ones() as usize)
             .sum()
     }
+}
+
+/// Runs `run` with this thread's zeroed accumulators (fresh ones when they are in use: a
+/// re-entrant call); `run` must leave them zeroed.
+pub(super) fn with_scratch<T>(run: impl FnOnce(&mut Scratch) -> T) -> T {
+    SCORE_SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut scratch) => run(&mut scratch),
+        Err(_) => run(&mut Scratch::default()),
+    })
+}
+
+/// A query token's gain on a document, the one rule of every ranking and explanation: the larger
+/// of its own term's gain `term` and its stem class's `class` (`None` where the document holds
+/// none; the term's on a tie), and whether the class's won (`via_stem`); `None` when the document
+/// holds neither. [`Scorer::accumulate`], [`Scorer::look_up`] and explanations
+/// ([`Scorer::token_gain`]) all apply it.
+#[inline]
+pub(super) fn larger_gain(term: Option<f32>, class: Option<f32>) -> Option<(f32, bool)> {
+    match (term, class) {
+        (Some(term), Some(class)) if class > term => Some((class, true)),
+        (Some(term), _) => Some((term, false)),
+        (None, Some(class)) => Some((class, true)),
+        (None, None) => None,
+    }
+}
+
+/// A query token's gain on one document ([`Scorer::token_gain`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct TokenGain {
+    /// The BM25F gain, before the token's query weight.
+    pub(super) gain: f32,
+    /// The term frequencies it came from, by field.
+    pub(super) tf: [u16; FIELDS],
+    /// Whether the stem class's gain won over the token's own term's.
+    pub(super) via_stem: bool,
 }
 
 /// A query token with its upper bound and the length of its posting lists.
@@ -134,6 +169,75 @@ impl<'i> Scorer<'i> {
 
     pub(super) fn postings(&self, term: u32) -> &'i [Posting] {
         self.index.postings[term as usize].as_slice()
+    }
+
+    /// A query token's gain on `doc` from its own term's term frequencies `term` in `doc` and its
+    /// stem class's summed ones `class` (each with its `idf`; `None` where `doc` holds none), by
+    /// [`larger_gain`], with the term frequencies it came from; `None` when `doc` holds neither.
+    #[inline]
+    pub(super) fn token_gain(
+        &self,
+        doc: u32,
+        term: Option<([u16; FIELDS], f32)>,
+        class: Option<([u16; FIELDS], f32)>,
+    ) -> Option<TokenGain> {
+        let term_gain = term.map(|(tf, idf)| self.gain(doc, tf, idf));
+        let class_gain = class.map(|(tf, idf)| self.gain(doc, tf, idf));
+        let (gain, via_stem) = larger_gain(term_gain, class_gain)?;
+        let tf = if via_stem { class } else { term };
+        Some(TokenGain {
+            gain,
+            tf: tf.map_or([0; FIELDS], |(tf, _)| tf),
+            via_stem,
+        })
+    }
+
+    /// The `idf` of `token`'s stem class: the live documents of the union of its lists, counted
+    /// once per query (kept in [`QueryToken::class_idf`]).
+    pub(super) fn class_idf(&self, token: &QueryToken<'_>, scratch: &mut Scratch) -> f32 {
+        token.class_idf.get().unwrap_or_else(|| {
+            for &member in token.class.iter() {
+                for posting in self.postings(member) {
+                    if self.index.alive[posting.doc as usize] {
+                        scratch.mark(posting.doc);
+                    }
+                }
+            }
+            let idf = self.idf(scratch.take_count());
+            token.class_idf.set(Some(idf));
+            idf
+        })
+    }
+
+    /// `token`'s share of `doc`'s score by [`Self::token_gain`], looked up in its posting lists
+    /// (with its stem class for a content token, `class_too`); for one document (explanations).
+    pub(super) fn token_gain_of(
+        &self,
+        token: &QueryToken<'_>,
+        class_too: bool,
+        doc: u32,
+        scratch: &mut Scratch,
+    ) -> Option<TokenGain> {
+        let term = token.term.and_then(|term| {
+            let list = self.postings(term);
+            find(list, doc).map(|posting| (posting.tf(), self.idf(self.index.live_df(list))))
+        });
+        let class = (class_too && token.has_variants())
+            .then(|| {
+                let mut tf = [0u16; FIELDS];
+                let mut found = false;
+                for &member in token.class.iter() {
+                    if let Some(posting) = find(self.postings(member), doc) {
+                        found = true;
+                        for (total, tf) in tf.iter_mut().zip(posting.tf()) {
+                            *total = total.saturating_add(tf);
+                        }
+                    }
+                }
+                found.then(|| (tf, self.class_idf(token, scratch)))
+            })
+            .flatten();
+        self.token_gain(doc, term, class)
     }
 
     /// `token` with its upper bound: a stem class holds at least as many documents as its
@@ -213,10 +317,10 @@ impl<'i> Scorer<'i> {
             }
             return;
         }
-        // Otherwise its gain is the larger of its own term's and its stem class's. The class holds
-        // the term (`QueryToken::class`), so one pass over the class's lists sums the class's term
-        // frequencies and takes the term's own gains (into `scratch.gain`), and one pass over the
-        // class's documents settles and adds each gain.
+        // Otherwise its gain is the larger of its own term's and its stem class's ([`larger_gain`]).
+        // The class holds the term (`QueryToken::class`), so one pass over the class's lists sums
+        // the class's term frequencies and takes the term's own gains (into `scratch.gain`), and
+        // one pass over the class's documents settles and adds each gain.
         debug_assert!(token
             .term
             .is_none_or(|term| token.class.binary_search(&term).is_ok()));
@@ -248,9 +352,12 @@ impl<'i> Scorer<'i> {
             if !self.selectable(doc) {
                 continue;
             }
-            let class_gain = self.gain(doc, tf, idf);
+            // A posting's gain is positive (tf > 0, idf > 0): 0 is no own term.
             let term_gain = std::mem::take(&mut scratch.gain[doc as usize]);
-            add(doc, term_gain.max(class_gain), scratch);
+            let own = (term_gain != 0.0).then_some(term_gain);
+            if let Some((gain, _)) = larger_gain(own, Some(self.gain(doc, tf, idf))) {
+                add(doc, gain, scratch);
+            }
         }
         scratch.class_docs = class_docs;
     }
@@ -272,29 +379,19 @@ impl<'i> Scorer<'i> {
             .map(|term| (self.postings(term), planned.term_idf));
         let class = (class_too && token.has_variants()).then(|| {
             let lists: Vec<&[Posting]> = token.class.iter().map(|&m| self.postings(m)).collect();
-            let idf = token.class_idf.get().unwrap_or_else(|| {
-                // The class's document frequency: the live documents of the union of its lists.
-                for posting in lists.iter().flat_map(|list| list.iter()) {
-                    if self.index.alive[posting.doc as usize] {
-                        scratch.mark(posting.doc);
-                    }
-                }
-                let idf = self.idf(scratch.take_count());
-                token.class_idf.set(Some(idf));
-                idf
-            });
-            (lists, idf)
+            (lists, self.class_idf(token, scratch))
         });
         let mut term_at = 0;
         let mut class_at = vec![0usize; class.as_ref().map_or(0, |(lists, _)| lists.len())];
         for &doc in docs {
-            let mut best: Option<f32> = None;
+            let mut term_found = None;
             if let Some((postings, idf)) = term {
                 term_at = gallop(postings, term_at, doc);
                 if let Some(posting) = postings.get(term_at).filter(|p| p.doc == doc) {
-                    best = Some(self.gain(doc, posting.tf(), idf));
+                    term_found = Some((posting.tf(), idf));
                 }
             }
+            let mut class_found = None;
             if let Some((lists, idf)) = &class {
                 let mut tf = [0u16; FIELDS];
                 let mut found = false;
@@ -307,12 +404,9 @@ impl<'i> Scorer<'i> {
                         }
                     }
                 }
-                if found {
-                    let class_gain = self.gain(doc, tf, *idf);
-                    best = Some(best.map_or(class_gain, |gain| gain.max(class_gain)));
-                }
+                class_found = found.then_some((tf, *idf));
             }
-            if let Some(gain) = best {
+            if let Some(TokenGain { gain, .. }) = self.token_gain(doc, term_found, class_found) {
                 let accumulator = if class_too {
                     &mut scratch.score
                 } else {

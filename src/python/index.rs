@@ -221,12 +221,12 @@ impl PySearchIndex {
         })
     }
 
-    /// `(total, keys, exact)`: `search_hybrid`'s window (`search`'s when `query_vector` is `None`)
-    /// and how many of its keys, from the first, are exact name matches (`explain`'s `exact`), in
-    /// one call and one read of the index (see `_core.pyi`).
+    /// `(total, keys, exact, browsed)`: `search_hybrid`'s window (`search`'s when `query_vector` is
+    /// `None`), how many of its keys, from the first, are exact name matches, and whether the query
+    /// browsed, in one call and one read of the index (see `_core.pyi`).
     #[pyo3(signature = (query, query_vector, groups, offset, limit, weight))]
     #[allow(clippy::too_many_arguments)] // the Python signature
-    fn search_exact<'py>(
+    fn rank<'py>(
         &self,
         py: Python<'py>,
         query: &Bound<'py, PyString>,
@@ -235,29 +235,22 @@ impl PySearchIndex {
         offset: &Bound<'py, PyAny>,
         limit: &Bound<'py, PyAny>,
         weight: f64,
-    ) -> PyResult<(usize, Bound<'py, PyList>, usize)> {
+    ) -> PyResult<(usize, Bound<'py, PyList>, usize, bool)> {
         guard(|| {
             let (offset, limit) = window(offset, limit)?;
             let query = text(query);
             let vector = query_vector.map(buffer_bytes).transpose()?;
             let vector = vector.as_deref();
-            let (total, keys, exact) = self
+            let ranked = self
                 .read_with_groups(py, groups, |index, groups| {
-                    let (total, keys) = match vector {
-                        None => index.search(&query, groups, offset, limit),
-                        Some(_) => {
-                            index.search_hybrid(&query, vector, groups, offset, limit, weight)?
-                        }
-                    };
-                    // Exact name matches rank first: the first key that is none ends them.
-                    let exact = index.leading_exact_names(&query, &keys);
-                    Ok::<_, crate::Error>((total, keys, exact))
+                    index.rank(&query, vector, groups, offset, limit, weight)
                 })
                 .map_err(value_error)?;
             Ok((
-                total,
-                PyList::new(py, keys.iter().map(|key| &**key))?,
-                exact,
+                ranked.total,
+                PyList::new(py, ranked.keys.iter().map(|key| &**key))?,
+                ranked.exact,
+                ranked.browsed,
             ))
         })
     }

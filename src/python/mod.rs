@@ -101,6 +101,13 @@ fn split_canonical_name(name: &Bound<'_, PyString>) -> PyResult<Option<(String, 
     })
 }
 
+/// Whether `query` has nothing to look for (no alphanumeric character): the index browses it
+/// unless it is a tool's exact name, and it is never ranked by meaning.
+#[pyfunction]
+fn nothing_to_find(query: &Bound<'_, PyString>) -> PyResult<bool> {
+    guard(|| Ok(crate::index::nothing_to_find(&text(query))))
+}
+
 /// Plan a byte-budgeted page: `(count, next_offset, page_size_bytes)`.
 #[pyfunction]
 fn plan_page(
@@ -178,6 +185,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(split_canonical_name, module)?)?;
     module.add_function(wrap_pyfunction!(plan_page, module)?)?;
+    module.add_function(wrap_pyfunction!(nothing_to_find, module)?)?;
     module.add_function(wrap_pyfunction!(schema_fingerprints, module)?)?;
     module.add("MAX_FINGERPRINT_NODES", fingerprint::MAX_FINGERPRINT_NODES)?;
     module.add_function(wrap_pyfunction!(embedding_fingerprints, module)?)?;

@@ -41,7 +41,8 @@ Sources defined but not listed in `tool_sources` stay direct. A `module` source 
 `ToolProxyCapability` or a mapping of groups, and an `mcp_config` source, are listed with `presentation = "proxy"`
 and no `group`.
 Relative paths (module files, the stdio command's working directory, the embedder's module, the embedding cache)
-are resolved against the file's directory.
+are resolved against the file's directory; a path that starts with `~` (`mcp_config`, a module file, the embedder's
+module or `local:` folder, the embedding cache) starts in the user's home folder.
 """
 
 from __future__ import annotations

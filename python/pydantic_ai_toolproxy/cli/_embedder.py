@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..embeddings import _quiet
+from ..embeddings._quiet import QUIET_ENVIRONMENT
 from ..stores.memory import MemoryEmbeddingStore
 from ..stores.opening import is_postgres_url
 from ._sources import SourceError, load_target
@@ -37,15 +39,7 @@ __all__ = (
     'resolve_embedder',
 )
 
-QUIET_ENVIRONMENT = {
-    'HF_HUB_DISABLE_PROGRESS_BARS': '1',  # huggingface_hub's and transformers' bars ("Loading weights: 100%")
-    'TRANSFORMERS_VERBOSITY': 'error',  # transformers' own log lines below errors
-    'TRANSFORMERS_NO_ADVISORY_WARNINGS': '1',
-    'TOKENIZERS_PARALLELISM': 'false',  # tokenizers' warning when a process forks after it used its threads
-}
-"""What `quiet_model_libraries` sets where the environment does not say otherwise (read when those libraries
-are imported)."""
-_QUIET_MODULES = r'(transformers|sentence_transformers|huggingface_hub|tokenizers|torch)(\..*)?'
+_QUIET_MODULES = _quiet.MODULES
 
 
 @dataclass(frozen=True)
@@ -91,7 +85,8 @@ def quiet_model_libraries() -> None:
     """Keep the progress bars and advisory warnings of local model libraries (sentence-transformers, transformers,
     huggingface_hub, tokenizers, torch) off the command's output: `QUIET_ENVIRONMENT` where the environment does not
     set those variables, and, when stderr is not a terminal, their Python warnings ignored (on a terminal each shows
-    once, as Python shows any warning). Call before they are imported. Errors still show."""
+    once, as Python shows any warning). Call before they are imported. Errors still show. (A host's process gets
+    the same once per process, from `embeddings._quiet`, when a surface first resolves its embedder.)"""
     for name, value in QUIET_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
     if not sys.stderr.isatty():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 import shlex
 import sys
 from collections.abc import Iterable, Mapping
@@ -80,7 +81,7 @@ class Surface:
 
 def _import_module(module: str, base_dir: Path, label: str) -> Any:
     if module.endswith('.py') or '/' in module or '\\' in module:
-        path = (base_dir / module).resolve()
+        path = (base_dir / os.path.expanduser(module)).resolve()  # `~/x.py`: the home folder, not base_dir's `~`
         if not path.is_file():
             raise SourceError(f'{label}: no such file {str(path)!r}')
         if str(path.parent) not in sys.path:
@@ -181,7 +182,7 @@ def mcp_config_source(spec: SourceSpec) -> dict[str, ToolProxyGroup[Any]]:
         from ..mcp_servers.config import mcp_groups
 
         return mcp_groups(
-            spec.base_dir / spec.target,
+            spec.base_dir / os.path.expanduser(spec.target),  # `~/mcp.json` is in the home folder
             spec.descriptions,
             spec.server_log,
             lazy=spec.lazy,

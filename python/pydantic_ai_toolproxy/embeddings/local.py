@@ -6,7 +6,9 @@ The folder is what sentence-transformers saves (all-MiniLM-L6-v2, bge-small, e5-
 float32 numpy (embeddings + LayerNorm, N layers of self-attention and a GELU feed-forward), then the pooling and the
 normalisation the folder asks for, so the vectors are sentence-transformers' for the same folder (float32 rounding
 apart). Texts are tokenized by `_wordpiece.WordPiece` (BERT's tokenizer from `tokenizer.json`, plain Python, the ids
-of the `tokenizers` library) and run in batches of similar length, padded to the longest of the batch.
+of the `tokenizers` library, which is not used for its install size: see `_wordpiece`) and run in batches of similar
+length, padded to the longest of the batch. One process loads a folder once (`shared_network`), and a query runs
+before the document batches of its model (`QueryGate`).
 
 Needs the `local` extra (numpy, safetensors), imported when the model first embeds; constructing the model only
 checks the folder.
@@ -15,10 +17,11 @@ checks the folder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +36,7 @@ if TYPE_CHECKING:
 
     Array = npt.NDArray[Any]  # float32 throughout (numpy's stubs widen mixed arithmetic to float64)
 
-__all__ = ('LocalEmbeddingModel', 'model_folder')
+__all__ = ('QUERY_PRIORITY_WAIT', 'LocalEmbeddingModel', 'QueryGate', 'model_folder', 'shared_network')
 
 REQUIRED_FILES = ('config.json', 'model.safetensors', 'tokenizer.json')
 """Files a model folder must hold (checked at construction)."""
@@ -45,6 +48,14 @@ DEFAULT_MAX_TOKENS = 512
 """Tokens kept of a text when the folder's `sentence_bert_config.json` names no `max_seq_length`."""
 _POOLING_MODES = ('cls', 'max', 'mean', 'mean_sqrt_len')
 """The pooling modes supported, in the order sentence-transformers concatenates them."""
+
+QUERY_PRIORITY_WAIT = 0.5
+"""Most seconds a document batch pauses at a layer while queries of the same model run (`QueryGate`); after that it
+goes on, so a stream of queries cannot stall the tool texts."""
+
+_LOADED: dict[tuple[Path, tuple[tuple[str, int, int], ...]], _Network] = {}
+"""The networks loaded in this process (`shared_network`), by folder and the size and mtime of its files."""
+_LOADED_LOCK = threading.Lock()
 
 
 def model_folder(path: str | Path) -> Path:
@@ -65,6 +76,36 @@ def model_folder(path: str | Path) -> Path:
                 f'{", ".join(REQUIRED_FILES)} (a sentence-transformers model folder)'
             )
     return folder
+
+
+class QueryGate:
+    """Queries first: while a query of a model is being embedded, the document batches of that model (the tool
+    texts embedded in the background) pause at the start of their next layer, for at most `QUERY_PRIORITY_WAIT`
+    seconds each time. On a machine with few cores a query then has the cores (and numpy's BLAS threads) to itself
+    instead of sharing them with a batch of tool texts: its latency is the model's, not the backlog's."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+
+    @contextlib.contextmanager
+    def query(self) -> Iterator[None]:
+        """Mark a query as running for the `with` block."""
+        with self._cond:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running -= 1
+                if not self._running:
+                    self._cond.notify_all()
+
+    def yield_to_queries(self) -> None:
+        """Called by a document batch between layers: wait while a query runs (at most `QUERY_PRIORITY_WAIT` s)."""
+        with self._cond:
+            if self._running:
+                self._cond.wait_for(lambda: not self._running, timeout=QUERY_PRIORITY_WAIT)
 
 
 @dataclass(frozen=True)
@@ -97,6 +138,8 @@ class _Network:
     pooling: tuple[str, ...]
     normalize: bool
     prompts: dict[str, str]
+    gate: QueryGate
+    """Queries before document batches, for every model object sharing this network (`shared_network`)."""
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -215,7 +258,36 @@ def _load(folder: Path) -> _Network:
         pooling=pooling,
         normalize=normalize,
         prompts={str(k): str(v) for k, v in prompts.items()},
+        gate=QueryGate(),
     )
+
+
+def _stamp(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    """`(name, size, mtime_ns)` of each file of `folder` and its module folders (a replaced file loads again)."""
+    files = sorted(path for path in folder.rglob('*') if path.is_file() and path.suffix in ('.json', '.safetensors'))
+    out = []
+    for path in files:
+        info = path.stat()
+        out.append((str(path.relative_to(folder)), info.st_size, info.st_mtime_ns))
+    return tuple(out)
+
+
+def shared_network(folder: Path) -> _Network:
+    """The network of `folder` (resolved), loaded once per process however many `LocalEmbeddingModel` objects
+    name it (one per proxy surface, the CLI's, a host's own): read again only when a file of the folder changed
+    (size or mtime). Loading holds a process-wide lock, so two surfaces asking at once read the weights once.
+
+    Raises:
+        ImportError, ValueError: as `_load`.
+    """
+    with _LOADED_LOCK:
+        key = (folder, _stamp(folder))
+        net = _LOADED.get(key)
+        if net is None:
+            for old in [k for k in _LOADED if k[0] == folder]:  # the folder's files changed: drop the old weights
+                del _LOADED[old]
+            net = _LOADED[key] = _load(folder)
+        return net
 
 
 def _batches(lengths: list[int], size: int) -> list[list[int]]:
@@ -267,10 +339,16 @@ def _gelu(x: Array) -> Array:
     return x
 
 
-def _forward(net: _Network, ids: list[list[int]]) -> Array:
-    """Sentence vectors `(len(ids), D)` float32 of token id lists of one batch (each at most `max_tokens` long)."""
+def _forward(net: _Network, ids: list[list[int]], pause: Callable[[], None] | None = None) -> Array:
+    """Sentence vectors `(len(ids), D)` float32 of token id lists of one batch (each at most `max_tokens` long);
+    `pause()` before each layer (a document batch yielding to queries, `QueryGate.yield_to_queries`)."""
     import numpy as np
 
+    with np.errstate(over='ignore', under='ignore'):  # padding's -inf scores: no RuntimeWarning in a host's logs
+        return _forward_pass(np, net, ids, pause)
+
+
+def _forward_pass(np: Any, net: _Network, ids: list[list[int]], pause: Callable[[], None] | None) -> Array:
     batch, length = len(ids), max(len(row) for row in ids)
     tokens = np.zeros((batch, length), dtype=np.int64)
     mask = np.zeros((batch, length), dtype=np.float32)
@@ -284,6 +362,8 @@ def _forward(net: _Network, ids: list[list[int]]) -> Array:
     scale = np.float32(1 / math.sqrt(size))
     bias = ((1.0 - mask) * np.float32(np.finfo(np.float32).min))[:, None, None, :]  # (B, 1, 1, L): padding
     for layer in net.layers:
+        if pause is not None:
+            pause()
         qkv = (x @ layer.qkv + layer.qkv_bias).reshape(batch, length, 3, heads, size)
         # (B * H, L, d) each, k as (B * H, d, L): 3-d stacks of contiguous matrices, each product one BLAS call
         q = np.ascontiguousarray(qkv[:, :, 0].transpose(0, 2, 1, 3)).reshape(batch * heads, length, size)
@@ -342,8 +422,9 @@ class LocalEmbeddingModel(EmbeddingModel):
         folder: The resolved folder (an absolute `Path`).
 
     The model's identity (`system:model_name`, the embedding cache's key) is `local:` + the resolved folder. The
-    weights are read at the first `embed`, `count_tokens` or `max_input_tokens` (in a worker thread; about 0.3 s
-    for all-MiniLM-L6-v2), once per model object. `embed` returns float vectors of the model's width (384 for
+    weights are read at the first `embed`, `count_tokens` or `max_input_tokens` (in a worker thread; about 0.1-0.3 s
+    for all-MiniLM-L6-v2), once per process and folder (`shared_network`: every model object of one folder shares
+    them). `embed` returns float vectors of the model's width (384 for
     all-MiniLM-L6-v2), unit length when the folder lists `Normalize`. Texts longer than the folder's
     `max_seq_length` tokens are cut to it, as sentence-transformers does. Prompts that the folder's
     `config_sentence_transformers.json` names `query` and `document` (else `passage`, else `corpus`) are put before
@@ -363,7 +444,6 @@ class LocalEmbeddingModel(EmbeddingModel):
         self.folder = model_folder(path)
         self._batch_size = batch_size
         self._net: _Network | None = None
-        self._lock = threading.Lock()
         super().__init__(settings=settings)
 
     def __repr__(self) -> str:
@@ -389,18 +469,25 @@ class LocalEmbeddingModel(EmbeddingModel):
         return 'local'
 
     def _network(self) -> _Network:
-        with self._lock:
-            if self._net is None:
-                self._net = _load(self.folder)
-            return self._net
+        net = self._net
+        if net is None:
+            net = self._net = shared_network(self.folder)
+        return net
 
-    def _encode(self, texts: list[str], prompt: str) -> list[list[float]]:
-        """Vectors of `texts` (in their order), each text after `prompt`, cut to the model's `max_seq_length`."""
+    def _encode(self, texts: list[str], prompt: str, query: bool = False) -> list[list[float]]:
+        """Vectors of `texts` (in their order), each text after `prompt`, cut to the model's `max_seq_length`.
+        A `query` runs first: document batches of this network pause while it runs (`QueryGate`)."""
         net = self._network()
+        if query:
+            with net.gate.query():
+                return self._run(net, texts, prompt, None)
+        return self._run(net, texts, prompt, net.gate.yield_to_queries)
+
+    def _run(self, net: _Network, texts: list[str], prompt: str, pause: Callable[[], None] | None) -> list[list[float]]:
         ids = [self._ids(net, prompt + text) for text in texts]
         rows: dict[int, list[float]] = {}
         for chunk in _batches([len(row) for row in ids], self._batch_size):
-            for at, vector in zip(chunk, _forward(net, [ids[at] for at in chunk]).tolist()):
+            for at, vector in zip(chunk, _forward(net, [ids[at] for at in chunk], pause).tolist()):
                 rows[at] = vector
         return [rows[at] for at in range(len(ids))]
 
@@ -429,7 +516,8 @@ class LocalEmbeddingModel(EmbeddingModel):
             prompt = net.prompts.get('query', '')
         else:
             prompt = next((net.prompts[n] for n in ('document', 'passage', 'corpus') if n in net.prompts), '')
-        vectors = await asyncio.to_thread(self._encode, texts, prompt) if texts else []
+        query = input_type == 'query'
+        vectors = await asyncio.to_thread(self._encode, texts, prompt, query) if texts else []
         dimensions = merged.get('dimensions')
         if isinstance(dimensions, int) and not isinstance(dimensions, bool) and dimensions > 0:
             vectors = [vector[:dimensions] for vector in vectors]

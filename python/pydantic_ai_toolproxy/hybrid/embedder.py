@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, infer_embedding_model, merge_embedding_settings
 
+from ..embeddings import _quiet
+
 __all__ = (
     'LOCAL_PREFIX',
     'EmbedderTimeout',
@@ -88,6 +90,7 @@ async def bounded(call: Awaitable[T], seconds: float, what: str) -> T:
         EmbedderTimeout: no answer within `seconds` (`'{what} gave no answer within {seconds} s'`).
         Exception: whatever the call raised.
     """
+    _quiet.before_first_use()  # the model libraries' warnings filter in place before the call runs
     task = asyncio.ensure_future(call)
     try:
         done, _ = await asyncio.wait({task}, timeout=seconds)
@@ -98,6 +101,7 @@ async def bounded(call: Awaitable[T], seconds: float, what: str) -> T:
         _GAVE_UP[0] += 1
         _abandon(task)
         raise EmbedderTimeout(f'{what} gave no answer within {seconds:g} s')
+    _quiet.after_first_use()  # what a model library printed while loading shows once per process at most
     return task.result()
 
 
@@ -183,6 +187,7 @@ class ResolvedEmbedder:
             Exception: whatever Pydantic AI raises resolving a model name (unknown provider, missing API key).
         """
         if self._embedder is None:
+            _quiet.before_first_use()  # before a local model's libraries load: quiet in the host's output and logs
             value = self._value
             model = value if isinstance(value, EmbeddingModel) else infer_model(str(value))
             self._embedder = Embedder(model)

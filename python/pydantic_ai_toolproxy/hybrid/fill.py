@@ -3,9 +3,10 @@ from the store, then the embedder; once for every process sharing a store that t
 search waits for them (`Fill.wait_for_tools`).
 
 The first search of a run (and the first of a run after its tool set gained texts without a vector) waits for
-missing vectors up to `ToolProxyConfig.embedding_wait` seconds, and only while waiting can pay off (`worth_waiting`:
-until the first texts arrive, then while the rest can arrive within the wait at the pace measured); every search
-ranks what has no vector yet by keywords alone. An embedder error, or an embedder call past
+missing vectors at most `ToolProxyConfig.embedding_wait` seconds times the share of its tools' texts still without a
+vector (`wait_budget`: the whole wait when none has one, a tenth of it when a tenth is missing), and only while
+waiting can pay off (`worth_waiting`: until the first texts arrive, then while the rest can arrive within the budget
+at the pace measured); every search ranks what has no vector yet by keywords alone. An embedder error, or an embedder call past
 `ToolProxyConfig.embedding_timeout`, makes the missing tools wait for a retry (`RETRY_SECONDS` later).
 
 A process that ends (the interpreter exits) lets each embedding under way finish the batch in flight, at most
@@ -54,6 +55,7 @@ __all__ = (
     'WAIT_POLL',
     'Fill',
     'finish_at_exit',
+    'wait_budget',
     'worth_waiting',
 )
 
@@ -91,21 +93,30 @@ _EXIT_HOOK: list[int] = []
 _EXIT_LOCK = threading.Lock()
 
 
-def worth_waiting(started: int, left_now: int, waited: float, wait_left: float) -> bool:
-    """Whether a search that waits for tool vectors should go on waiting: `started` texts were pending when it began,
-    `left_now` are pending now, after `waited` seconds, with `wait_left` seconds of its wait left.
+def worth_waiting(arrived: int, left_now: int, waited: float, wait_left: float) -> bool:
+    """Whether a search that waits for tool vectors should go on waiting: this process's embedder delivered `arrived`
+    texts since the search began waiting `waited` seconds ago, `left_now` texts are pending, and `wait_left` seconds
+    of its wait are left (`Fill.wait_budget`).
 
     Until the first texts arrive the pace is unknown: wait (a model loading, the first batch). Then wait only when
     the pending texts can all arrive within what is left of the wait at the pace measured since the search began
-    (`left_now` x `waited` / arrived <= `wait_left`): a backlog far from done (a large tool set, a slow local model)
-    costs the search no wait it cannot turn into a complete ranking; the embedding goes on in the background.
+    (`left_now` x `waited` / `arrived` <= `wait_left`): a backlog far from done (a large tool set, a slow local
+    model) costs the search no wait it cannot turn into a complete ranking; the embedding goes on in the background.
     """
-    arrived = started - left_now
-    if left_now <= 0:
+    if left_now <= 0 or wait_left <= 0:
         return False
     if arrived <= 0:
         return True
     return left_now * waited / arrived <= wait_left
+
+
+def wait_budget(wait: float, missing_share: float) -> float:
+    """Seconds a search may wait for tool vectors: `wait` (`ToolProxyConfig.embedding_wait`) times the share of its
+    tools' texts without a vector (`ToolVectors.missing_share`, looked at again as vectors arrive, the store's
+    first). A search whose tools all lack a vector may wait the whole `wait`; one that misses a tenth of them (a
+    short-lived process after others embedded most of the backlog) waits a tenth of it: what waiting can add to the
+    ranking is proportional to what is missing, so the wait is too."""
+    return wait * min(1.0, max(0.0, missing_share))
 
 
 def _register_exit() -> None:
@@ -358,8 +369,9 @@ class Fill:
 
         Only a run's first search waits (and its first after the run's tools gained texts without a vector): a
         later search of run `run_id` starts or joins the embedding without waiting, and ranks what has a vector.
-        Without a `run_id` every call waits. It waits only while waiting can pay off (`worth_waiting`): until the
-        first texts arrive, then while the pending ones can all arrive within the wait at the pace measured. The
+        Without a `run_id` every call waits. It waits at most `wait` times the share of texts still missing
+        (`wait_budget`), and only while waiting can pay off (`worth_waiting`): until the first texts arrive, then
+        while the pending ones can all arrive within the budget at the pace measured. The
         embedding runs in a copy of this call's context (an `Embedder.override` active here is the model that
         embeds); one embedding at a time per surface, joined by every search of every thread and loop, so each text
         is embedded once."""
@@ -375,7 +387,6 @@ class Fill:
                         self._runs.popitem(last=False)
         if not vectors.pending or not vectors.background:
             return
-        deadline = time.monotonic() + wait
         with vectors.lock:  # one search starts the embedding; the others join it
             task = self._task
             if task is not None and (task.done() or self._task_pid != os.getpid()):  # a fork's copy never ends
@@ -391,21 +402,23 @@ class Fill:
                 self._task_pid = os.getpid()
                 _FILLS.add(self)
                 _register_exit()
-        await self._wait(task, deadline)
+        await self._wait(task, wait)
 
-    async def _wait(self, task: concurrent.futures.Future[None], deadline: float) -> None:
-        """Wait for `task` until `deadline` (monotonic), while `worth_waiting` says waiting can pay off."""
-        if deadline <= time.monotonic() or task.done():
+    async def _wait(self, task: concurrent.futures.Future[None], wait: float) -> None:
+        """Wait for `task` at most `wait_budget(wait, ...)` seconds (the budget looked at again every `WAIT_POLL`
+        seconds, as the share of missing vectors falls), while `worth_waiting` says waiting can pay off."""
+        if wait <= 0 or task.done():
             return
         vectors = self.vectors
-        began, started = time.monotonic(), vectors.pending
+        began, embedded = time.monotonic(), vectors.embedded
         waiter = asyncio.ensure_future(joined(task))
         try:
             while True:
-                now = time.monotonic()
-                if now >= deadline or not worth_waiting(started, vectors.pending, now - began, deadline - now):
+                waited = time.monotonic() - began
+                left = wait_budget(wait, vectors.missing_share()) - waited
+                if not worth_waiting(vectors.embedded - embedded, vectors.pending, waited, left):
                     return
-                done, _ = await asyncio.wait({waiter}, timeout=min(WAIT_POLL, deadline - now))
+                done, _ = await asyncio.wait({waiter}, timeout=min(WAIT_POLL, left))
                 if done:
                     return
         finally:  # past the wait the fill goes on; it logs its own errors

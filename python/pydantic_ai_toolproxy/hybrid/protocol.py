@@ -43,6 +43,10 @@ class VectorHolder(Protocol):
         """Texts some index wants a vector for that is not known yet."""
         ...
 
+    def missing_share(self) -> float:
+        """The share of the texts the followed indexes want that has no vector yet (0 to 1)."""
+        ...
+
     def current_key(self) -> str | None:
         """The store key of the model that embeds in the current context, None when it cannot be resolved."""
         ...

@@ -7,6 +7,7 @@ import asyncio
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from .._core import nothing_to_find
 from .embedder import bounded, vector_bytes
 from .loop import embedding_loop, joined
 
@@ -28,11 +29,11 @@ class QueryVectors:
         """(store key of the model, query) -> its vector, the most recent `QUERY_CACHE_SIZE`."""
 
     async def vector(self, query: str) -> tuple[bytes | None, str | None]:
-        """`(float32 vector of query, None)`, or `(None, reason)`: `'browse'` (empty query), `'query-timeout'`,
-        `'embedder-error'` (each logged once until a query succeeds again). Recent vectors come from a bounded
-        cache (`QUERY_CACHE_SIZE`)."""
-        if not query.strip():
-            return None, 'browse'
+        """`(float32 vector of query, None)`, or `(None, reason)`: `'no-words'` (nothing to look for, by the
+        core's rule `_core.nothing_to_find`: never embedded), `'query-timeout'`, `'embedder-error'` (each logged
+        once until a query succeeds again). Recent vectors come from a bounded cache (`QUERY_CACHE_SIZE`)."""
+        if nothing_to_find(query):
+            return None, 'no-words'
         vectors = self.vectors
         model = vectors.current_key() or ''
         cached = self._queries.get((model, query))

@@ -10,6 +10,7 @@ keywords.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -29,9 +30,10 @@ class Ranking:
 
     Attributes:
         kind: `'hybrid'` (keywords fused with the query's cosine in the core) or `'keyword'`.
-        reason: Why a surface with an embedder ranked by keywords: `'browse'` (empty query), `'query-timeout'`,
-            `'embedder-error'`, `'no-vectors'` (no tool of the index has a vector yet), `'dimensions'` (the
-            query vector's size differs from the tools'); None otherwise.
+        reason: Why a surface with an embedder ranked by keywords: `'browse'` (the core browsed: nothing to look
+            for and no exact name, e.g. `''` or `'???'`), `'no-words'` (nothing to embed, yet a tool's exact name:
+            `'-'`), `'query-timeout'`, `'embedder-error'`, `'no-vectors'` (no tool of the index has a vector yet),
+            `'dimensions'` (the query vector's size differs from the tools'); None otherwise.
         tools_with_vectors: Tools of the index with a vector when it ranked (0 without an embedder).
         tools: Tools of the index followed by the vectors (0 without an embedder).
     """
@@ -54,13 +56,15 @@ class Ranked:
         total: The ranked set's size (`SearchIndex.search`, `search_hybrid`).
         keys: The keys of the window asked for, best first.
         ranking: Which ranking ran.
-        exact: How many of `keys` are the query's exact tool names (they come first); counted only when asked.
+        exact: How many of `keys`, from the first, are the query's exact tool names (the core counts them).
+        browsed: The core browsed (nothing to look for and no exact name): `keys` are tools in name order, no match.
     """
 
     total: int
     keys: list[str]
     ranking: Ranking
     exact: int = 0
+    browsed: bool = False
 
 
 class IndexSource(Protocol):
@@ -88,7 +92,7 @@ async def await_vectors(
     the tools without a vector, and the texts that index wants are claimed: they stay pending while this search
     waits for them, whichever run moves a shared index meanwhile (`Fill.claim`). Outside the lock: the pending tool
     vectors are waited for up to `wait` seconds (only the first search of run `run_id` waits,
-    `ToolVectors.wait_for_tools`), each query is embedded (up to `query_timeout`), and when a query vector shows the
+    `ToolVectors.wait_for_tools`) while each query is embedded (up to `query_timeout`, at the same time), and when a query vector shows the
     store's tool vectors to be of another size (their replacements are then embedded) the index is synced and
     claimed again and the tools are waited for once more. Returns each query's `(vector, reason)`.
     """
@@ -97,8 +101,15 @@ async def await_vectors(
         if vectors.switch_model():  # another model than the last search's: no vector of that one stays attached
             source.reset()
         claimed = vectors.fill.claim(source.sync())
-    await _wait(vectors, claimed, wait, run_id)
-    query_vectors = [await vectors.query_vector(query) for query in queries]
+    # The queries are embedded while the search waits for its tools, not after: the wait and the query's embedding
+    # overlap (a local model runs the query before the tool texts' batches).
+    embedding = [asyncio.ensure_future(vectors.query_vector(query)) for query in queries]
+    try:
+        await _wait(vectors, claimed, wait, run_id)
+        query_vectors = [await future for future in embedding]
+    finally:
+        for future in embedding:
+            future.cancel()  # a search cancelled meanwhile: its queries' embedding stops (no-op once done)
     stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
     if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
         with lock:
@@ -127,13 +138,12 @@ def rank(
     limit: int,
     *,
     report: bool = True,
-    exact: bool = False,
 ) -> Ranked:
     """Rank `query` over `index` (synced to the step's tools; call with the lock held): hybrid when `vectors` is
     given, `query_vector` holds a vector and some tool of the index has a vector of its size, else by keywords
-    (`Ranking.reason` says why not hybrid). With `report`, a fallback to keywords is logged once per reason
-    (`LogOnce.ranked`). With `exact`, `Ranked.exact` counts the leading keys that are the query's exact tool names
-    (`SearchIndex.search_exact`). One call into the core either way.
+    (`Ranking.reason` says why not hybrid; `'browse'` when the core browsed). With `report`, a fallback to keywords
+    is logged once per reason (`LogOnce.ranked`). One call into the core (`SearchIndex.rank`), which also counts
+    the leading exact tool names (`Ranked.exact`) and says whether it browsed (`Ranked.browsed`).
 
     Raises:
         RuntimeError: the core panicked.
@@ -141,16 +151,12 @@ def rank(
     ranking = KEYWORD if vectors is None else _decide(index, vectors, query_vector)
     vector = query_vector[0] if ranking.kind == 'hybrid' and query_vector is not None else None
     weight = vectors.weight if vectors is not None else 0.0
-    named = 0
-    if exact:  # one call: the core counts the exact names among the keys
-        total, keys, named = index.search_exact(query, vector, groups, offset, limit, weight)
-    elif vector is not None:
-        total, keys = index.search_hybrid(query, vector, groups, offset, limit, weight)
-    else:
-        total, keys = index.search(query, groups, offset, limit)
+    total, keys, exact, browsed = index.rank(query, vector, groups, offset, limit, weight)
+    if browsed and ranking is not KEYWORD:
+        ranking = Ranking('keyword', 'browse', ranking.tools_with_vectors, ranking.tools)
     if report and vectors is not None:
         vectors.log.ranked(ranking.reason, ranking.tools_with_vectors, ranking.tools)
-    return Ranked(total, keys, ranking, named)
+    return Ranked(total, keys, ranking, exact, browsed)
 
 
 def _decide(index: _core.SearchIndex, vectors: ToolVectors, query_vector: QueryVector | None) -> Ranking:

@@ -500,6 +500,16 @@ class ToolVectors:
         """Texts some index wants a vector for that is not known yet."""
         return len(self._pending)
 
+    def missing_share(self) -> float:
+        """The share of the texts the followed indexes want that has no vector yet (pending / wanted, 0 to 1; 0
+        when nothing is followed). Takes `lock`."""
+        with self.lock:
+            pending = len(self._pending)
+            if not pending:
+                return 0.0
+            wanted = sum(len(state.wanted) for state in self._states.values())
+            return pending / max(pending, wanted)
+
     def coverage(self, index: _core.SearchIndex) -> tuple[int, int]:
         """`(tools with a vector, tools)` of `index` as followed."""
         state = self._states.get(id(index))

@@ -49,16 +49,17 @@ class LogOnce:
         self.warned.discard(kind)
 
     def ranked(self, reason: str | None, with_vectors: int, tools: int) -> None:
-        """Note one search's ranking: a search that fell back to keywords (`reason`, not an empty query) logs one
-        warning per reason until a search ranks hybrid again, naming the reason and how many tools lack vectors,
-        unless the cause was logged already (an embedder failure or timeout, a dimension change): the silent case is
-        a cache that holds no vector of the texts this agent computes while the embedder is still at work."""
+        """Note one search's ranking: a search that fell back to keywords (`reason`, not a query with nothing to
+        look for) logs one warning per reason until a search ranks hybrid again, naming the reason and how many
+        tools lack vectors, unless the cause was logged already (an embedder failure or timeout, a dimension
+        change): the silent case is a cache that holds no vector of the texts this agent computes while the
+        embedder is still at work."""
         if reason is None:
             for kind in FALLBACK_REASONS:
                 self.ok(f'fallback:{kind}')
             return
         why = FALLBACK_REASONS.get(reason)
-        if why is None:  # 'browse': an empty query is never ranked by meaning
+        if why is None:  # 'browse', 'no-words': a query with nothing to look for is never ranked by meaning
             return
         if self.warned & CAUSES:
             return  # the cause was logged already, with what to do

@@ -6,5 +6,7 @@ it is not read as the MCP SDK). The public names are `ToolProxyCapability.from_m
 - `pool`: `ServerPool`, the servers' processes kept across runs (idle stop, loop end, exit, SIGTERM, retries);
 - `process`: a stdio server's transport (its stderr file) and its first listing;
 - `describe`: a server's group description from what it says about itself, as plain text;
-- `noise`: a server's non-JSON stdout lines, kept out of the host's stderr.
+- `noise`: a server's non-JSON stdout lines, kept out of the host's stderr;
+- `watch`: stopping a server process by PID, and the thread that does it for servers whose loop no longer runs;
+- `listing_io`: the listing cache's bounded reads and writes, off the event loop.
 """

@@ -50,10 +50,11 @@ from ..group import ToolProxyGroup
 from ..grouping.names import group_id, group_ids
 from ..mcp_listing_cache import DEFAULT_MAX_AGE, listing_key, open_listing_store
 from .describe import MAX_DESCRIPTION_CHARS, default_description, described
+from .listing_io import load_entries
 from .noise import quiet_stdout
 from .pool import DEFAULT_IDLE_TIMEOUT, DEFAULT_START_TIMEOUT, shared_pool
 from .process import LISTING_TIMEOUT, first_listing, prepare_transport, server_log_path, stderr_tail, stdio_factory
-from .toolset import MCPServerToolset, load_entries
+from .toolset import MCPServerToolset
 
 __all__ = (
     'LISTING_TIMEOUT',

@@ -11,10 +11,15 @@ event loop starts nothing. `ServerPool` gives the servers of an `mcpServers` fil
   stopped (counted while its loop runs). `asyncio.run` cancels the keeper when it ends its loop, which stops the
   server. At interpreter exit every server whose loop is still open and idle (the loop `run_sync` keeps) is stopped
   there; a SIGTERM with Python's default disposition exits through `SystemExit`, so the same clean-up runs. A
-  server is stopped as the MCP SDK stops one: stdin closed, then its process tree terminated after 2 s.
+  server is stopped as the MCP SDK stops one: stdin closed, then its process tree terminated after 2 s. A loop that
+  no longer runs cannot stop its servers: a watcher thread (`_watch`) stops them by PID (SIGTERM to the server's
+  process group, SIGKILL after `TERMINATE_GRACE`, reaped), at once when their loop was closed, else once unused
+  for `idle_timeout` (a thread that ended after `run_sync`, a `run_sync` loop that `asyncio.run` replaced).
 - **Started within bounds.** At most `start_slots()` servers start at once on one loop, and each server's
   `start_timeout` counts from the moment its start may begin (its slot), so on a loaded machine a server waits
-  for a slot instead of losing its time to the others. The start includes the first `tools/list`.
+  for a slot instead of losing its time to the others. The start includes the first `tools/list`, whose answer
+  also fills the `MCPToolset`'s tools cache (one listing per start). `start_soon` starts without waiting (an eager
+  run that serves the server's fresh cached listing meanwhile).
 - **A failure costs the run that found it.** A server that did not start is not started again by the runs that
   follow: the pool retries it in the background after a back-off (`RETRY_AFTER`, doubling up to
   `RETRY_AFTER_MAX`), and those runs leave its group out at once, with one warning per failure.
@@ -36,6 +41,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
+
+from .watch import Watcher, terminate
 
 __all__ = (
     'DEFAULT_IDLE_TIMEOUT',
@@ -129,11 +136,23 @@ class LoopServer:
         self.ttl_ms: int | None = None
         self.users = 0
         self.started_at = 0.0
+        self.pid: int | None = None
+        """The server's process id once up (`mcp_servers.process.server_pid`; None when it could not be read)."""
+        self.idle_since = 0.0
+        """When (monotonic seconds) the last lease ended, or the server came up with none."""
+        self.killed = False
+        """Stopped by the watcher, by PID, because its loop no longer runs (`_watch`): it is not alive."""
         self._ready: asyncio.Future[None] = loop.create_future()
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
         self._retry: asyncio.TimerHandle | None = None
         self._task: asyncio.Task[None] | None = None
+        self._on_up: list[Callable[[LoopServer], None]] = []
+
+    def when_up(self, callback: Callable[[LoopServer], None]) -> None:
+        """Call `callback(self)` once the start under way has listed the server's tools (dropped, uncalled, when
+        it fails or is stopped): a run that did not wait for the start stores its listing this way."""
+        self._on_up.append(callback)
 
     def begin(self, *, background: bool = False) -> None:
         """Start the keeper task (in a context of its own: the server outlives the run that started it, so it must
@@ -148,6 +167,7 @@ class LoopServer:
         self._task = self.loop.create_task(self._keep(), context=contextvars.Context())
         _LIVE.add(self)
         _install_exit_hooks()
+        _watch()
 
     async def wait_ready(self) -> None:
         """Wait for the start under way (its own timeout bounds it). Raises the start's exception when it failed."""
@@ -183,10 +203,19 @@ class LoopServer:
                 raise
             return
         self.tools, self.ttl_ms = tools, ttl
+        self.pid = _server_pid(toolset)
+        self.idle_since = time.monotonic()
+        self.killed = False
         self.state = 'up'
         self.pool.failures = self.pool.warned = 0
         if not self._ready.done():
             self._ready.set_result(None)
+        callbacks, self._on_up = self._on_up, []
+        for callback in callbacks:
+            try:
+                callback(self)
+            except Exception:  # a listener's failure (a store's, say) is its own: the server stays up
+                logger.debug('an MCP start listener failed', exc_info=True)
         if self.users == 0:
             self._arm_idle()
         try:
@@ -201,6 +230,7 @@ class LoopServer:
 
     def _failed(self, exc: BaseException) -> None:
         _LIVE.discard(self)
+        self._on_up = []
         if not isinstance(exc, Exception):  # cancelled (its loop ends, or a stop): no failure of the server's
             self.state = 'stopped'
             if not self._ready.done():
@@ -236,6 +266,8 @@ class LoopServer:
     def release(self) -> None:
         """A run that leased the server is done with it; the last one arms the idle stop."""
         self.users = max(0, self.users - 1)
+        if self.users == 0:
+            self.idle_since = time.monotonic()
         if self.users == 0 and self.state == 'up':
             self._arm_idle()
 
@@ -254,7 +286,7 @@ class LoopServer:
     def alive(self) -> bool:
         """Whether the process still serves: up, and its MCP session open (a server that exited is not: the
         transport's connection task ended, or its session's reader closed)."""
-        if self.state != 'up':
+        if self.state != 'up' or self.killed:
             return False
         transport = getattr(getattr(self.toolset, 'client', None), 'transport', None)
         task = getattr(transport, '_connect_task', None)
@@ -285,6 +317,53 @@ class LoopServer:
             await asyncio.wait({task})
         if self.state == 'failed':
             self.state = 'stopped'
+
+
+def _server_pid(toolset: Any) -> int | None:
+    from .process import server_pid
+
+    return server_pid(toolset)
+
+
+_watcher = Watcher(lambda: _sweep())
+
+
+def _watch() -> None:
+    """Start the process-wide watcher thread unless it runs (`mcp_servers.watch.Watcher`). It stops, by PID, the servers
+    whose event loop no longer runs, where their own timers cannot fire: a loop closed (by hand: `asyncio.run`
+    cancels its keepers itself) at once, a loop not running (a thread that ended after `run_sync`, a `run_sync`
+    loop that `asyncio.run` replaced) once no run used the server for `idle_timeout` seconds. It ends when no
+    server is left to watch."""
+    _watcher.start()
+
+
+def _sweep() -> bool:
+    """One look of the watcher: stop the servers of loops that no longer run (`_orphaned`); whether any server is
+    left to watch."""
+    servers = [server for server in list(_LIVE) if not server.killed]
+    for server in servers:
+        try:
+            if _orphaned(server):
+                server.killed = True
+                if server.pid is not None:
+                    terminate(server.pid)
+                if server.loop.is_closed():
+                    _LIVE.discard(server)  # nothing can run its teardown: forget it
+        except Exception:  # one server's trouble is not the watcher's end
+            logger.debug('stopping an MCP server of a stopped loop failed', exc_info=True)
+    return any(not server.killed for server in list(_LIVE))
+
+
+def _orphaned(server: LoopServer) -> bool:
+    """Whether `server` is up on a loop that no longer runs it: closed, or not running and unused past its idle
+    timeout (a running loop stops its idle servers itself)."""
+    if server.state != 'up' or server.killed or server.users:
+        return False
+    loop = server.loop
+    if loop.is_closed():
+        return True
+    idle = server.pool.idle_timeout
+    return idle is not None and not loop.is_running() and time.monotonic() - server.idle_since >= idle
 
 
 def _loop_running() -> bool:
@@ -402,6 +481,30 @@ class ServerPool:
                 raise StartFailed(exc, fresh=started, retry_in=self.retry_in(), pool=self) from exc
             raise
         return current, started
+
+    async def start_soon(self) -> LoopServer | None:
+        """Start this loop's server without waiting for it and without a lease (an eager run that serves the
+        server's fresh cached listing meanwhile): a start under way or a server up is left as it is; a server whose
+        process went away is started again. A call then waits for the start through `acquire`.
+
+        Returns this loop's server (starting, or up), or None when an earlier failure's back-off is not over (the
+        pool retries it in the background; `acquire` raises `StartFailed` until then).
+        """
+        loop = asyncio.get_running_loop()
+        self._prune()
+        current = self.current()
+        if current is not None and current.state == 'up' and not current.alive():
+            await current.stopped()
+        if current is not None and current.state in ('starting', 'up'):
+            return current
+        if self.failures and self.retry_in() > 0:
+            return None
+        if current is None or current.state == 'stopped':
+            current = LoopServer(self, loop, self.make_toolset())
+            self._by_loop[id(loop)] = current
+        current.begin()
+        self.starts += 1
+        return current
 
     async def aclose(self) -> None:
         """Stop this loop's server, if one runs or starts, and wait for its process to end; forget past failures (a

@@ -152,24 +152,43 @@ async def tools_from_listing(toolset: Any, entry: ServerListing, ctx: RunContext
     """The tools `toolset` (an `MCPToolset`) would list if its server answered `entry`'s listing: Pydantic AI's own
     `MCPToolset.get_tools` run over the cached MCP `Tool` objects.
 
-    The cached tools are validated once per entry (`ServerListing.mcp_tools`, done when the entry is read), not at
-    each step.
+    The cached tools are validated once per entry (`ServerListing.mcp_tools`, done when the entry is read) and
+    turned into tools once per entry and toolset (and the run's retry budget, the one thing of `ctx` they hold):
+    each step gets the same `ToolsetTool` objects in a new dict, so a step costs no conversion, and the members
+    built from them last step are found unchanged by identity (`grouping.member_listing.ListingKey`), not by comparing
+    their schemas.
 
     Raises:
         ValueError: an entry whose tools the MCP SDK rejects (pydantic's `ValidationError`).
     """
-    tools = entry.mcp_tools()
-    listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
-    return listed
+    key = (
+        ctx.max_retries,
+        getattr(toolset, 'max_retries', None),
+        getattr(toolset, 'include_return_schema', None),
+        getattr(toolset, 'prefer_tasks', None),
+    )
+    made: tuple[Any, tuple[Any, ...], dict[str, ToolsetTool[Any]]] | None = entry.__dict__.get('_toolset_tools')
+    if made is None or made[0] is not toolset or made[1] != key:
+        tools = entry.mcp_tools()
+        listed: dict[str, ToolsetTool[Any]] = await type(toolset).get_tools(_ListedFrom(toolset, tools), ctx)
+        made = (toolset, key, listed)
+        object.__setattr__(entry, '_toolset_tools', made)  # the entry is frozen: a cache beside its fields
+    return dict(made[2])
 
 
 async def first_listing_with_ttl(toolset: Any, timeout: float | None = LISTING_TIMEOUT) -> tuple[list[Any], int | None]:
     """`first_listing` with the server's `ttlMs` hint of the listing's first page (None without one); `timeout`
-    seconds bound the whole listing (None: the caller bounds it)."""
+    seconds bound the whole listing (None: the caller bounds it).
+
+    The listing also fills the toolset's own tools cache (`seed_tools_cache`), so the run's first
+    `MCPToolset.get_tools` does not ask the server again: one `tools/list` per start."""
     client = toolset.client
     list_page = getattr(client, 'list_tools_mcp', None)
+    generation = getattr(toolset, '_tools_cache_generation', None)
     if list_page is None:  # pragma: no cover - a client without the page call: no hint
-        return await first_listing(toolset), None
+        listed = await first_listing(toolset)
+        seed_tools_cache(toolset, listed, generation)
+        return listed, None
     try:
         with anyio.fail_after(timeout):
             page = await list_page()
@@ -186,16 +205,30 @@ async def first_listing_with_ttl(toolset: Any, timeout: float | None = LISTING_T
         if timeout is None:
             raise
         raise TimeoutError(f'no answer to tools/list within {timeout:g} s') from exc
+    seed_tools_cache(toolset, tools, generation)
     return tools, ttl if isinstance(ttl, int) and ttl > 0 else None
+
+
+def seed_tools_cache(toolset: Any, tools: list[Any], generation: object) -> None:
+    """Give an entered `MCPToolset` the listing its start just fetched (`tools`, MCP `Tool` objects) as its own
+    tools cache, as `MCPToolset.list_tools` would have stored it: only when it caches tools (`cache_tools`), holds
+    none yet, and no `tools/list_changed` arrived since the listing began (`generation`: its
+    `_tools_cache_generation` then; Pydantic AI releases without that counter compare None to None). A later
+    change notification clears it as usual. A toolset without that cache is left alone (it lists again)."""
+    if not getattr(toolset, 'cache_tools', False) or getattr(toolset, '_cached_tools', False) is not None:
+        return
+    if getattr(toolset, '_tools_cache_generation', None) != generation:
+        return  # the server said its tools changed while they were being listed: let the toolset ask again
+    toolset._cached_tools = list(tools)
 
 
 async def first_listing(toolset: Any) -> list[Any]:
     """The tools an entered `MCPToolset` lists, asked of its FastMCP client (`toolset.client.list_tools()`) within
     `LISTING_TIMEOUT` seconds.
 
-    The client is asked, not `MCPToolset.list_tools()` (which would cache the answer): cancelling the latter at the
-    timeout leaves the toolset counted as entered, so its server would never stop. The cost is one more `tools/list`
-    request at each start (the toolset lists again, for the run, and caches that).
+    The client is asked, not `MCPToolset.list_tools()`: cancelling the latter at the timeout leaves the toolset
+    counted as entered, so its server would never stop. `first_listing_with_ttl` then hands the answer to the
+    toolset's cache (`seed_tools_cache`), so the run does not list again.
 
     Raises:
         TimeoutError: no answer within `LISTING_TIMEOUT`.
@@ -208,3 +241,29 @@ async def first_listing(toolset: Any) -> list[Any]:
     except TimeoutError as exc:
         raise TimeoutError(f'no answer to tools/list within {LISTING_TIMEOUT:g} s') from exc
     return tools
+
+
+def server_pid(toolset: Any) -> int | None:
+    """The process id of an entered stdio `MCPToolset`'s server, or None when it cannot be found (no stdio
+    transport, or client libraries shaped otherwise than read here).
+
+    FastMCP's stdio transport runs the MCP SDK's `stdio_client` in a connection task of its own; the process that
+    `stdio_client` spawned (in a session of its own, so its process group id is its pid) is a local of that
+    context manager. Read only, never called: used to stop the server of an event loop that no longer runs
+    (`mcp_servers.pool`), where nothing can await its own teardown.
+    """
+    transport = getattr(getattr(toolset, 'client', None), 'transport', None)
+    task = getattr(transport, '_connect_task', None)
+    try:
+        frame = task.get_coro().cr_frame  # type: ignore[union-attr]
+        stack = frame.f_locals.get('stack') if frame is not None else None
+        for _, callback in getattr(stack, '_exit_callbacks', ()):
+            generator = getattr(getattr(callback, '__self__', None), 'gen', None)
+            local = getattr(generator, 'ag_frame', None)
+            process = local.f_locals.get('process') if local is not None else None
+            pid = getattr(process, 'pid', None)
+            if isinstance(pid, int) and pid > 0:
+                return pid
+    except Exception:  # another FastMCP or MCP SDK: no pid, the server stops with its loop or at exit
+        logger.debug('no pid found for an MCP server', exc_info=True)
+    return None

@@ -3,7 +3,8 @@ ever failing a run (see `mcp_servers.config` for the whole story).
 
 A server that does not start is caught when a run enters it: that run goes on without its group, with one warning
 quoting its stderr. With a listing store, a lazy server whose cached listing is fresh is not started until a call
-needs it; every live start stores what the server listed, and the live listing wins over the cached one.
+needs it, and an eager one is started in the background while the run serves that listing (a call waits for the
+start); every live start stores what the server listed, and the live listing wins over the cached one.
 """
 
 from __future__ import annotations
@@ -29,16 +30,11 @@ from ..grouping.members import bad_member_name, unsupported_member
 from ..grouping.names import group_id
 from ..mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
 from .describe import described
+from .listing_io import STORE_TIMEOUT, _store_slot, _writes, _writes_lock, load_entries
 from .pool import LoopServer, ServerPool, StartFailed
 from .process import _log_size, first_listing_with_ttl, stderr_tail, tools_from_listing
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
-
-
-STORE_TIMEOUT = 2.0
-"""Seconds the listing cache may take to read the entries of one file's servers (all at once, at construction) or
-to answer one read at run time; a store past it counts as empty (one warning). Writes never wait: they run in a
-thread of their own."""
 
 
 @dataclass
@@ -60,92 +56,6 @@ class _Shared:
     construction, else at its first live start; never changed once set (None: not yet, or nothing usable)."""
     listeners: list[Callable[[str], bool]] = field(default_factory=list)
     """Told `description` when it is set at a live start (`bind_description`); one answering False is dropped."""
-
-
-_writes: dict[tuple[int, str], threading.Thread] = {}
-"""(id of the store, key) -> the thread writing that entry now: a read of the same key in this process waits for it
-(bounded like every read), so a run reads what the previous run stored."""
-_writes_lock = threading.Lock()
-
-
-def _read_entry(store: ListingStore, key: str, timeout: float = STORE_TIMEOUT) -> ServerListing | None:
-    """`store.get(key)` with its tools validated (`ServerListing.mcp_tools`), in a worker thread, after this
-    process's write of that key (if one is under way, waited for up to `timeout` seconds).
-
-    Raises:
-        Exception: what the store raises, or ValueError for an entry whose tools the MCP SDK rejects.
-    """
-    with _writes_lock:
-        writing = _writes.get((id(store), key))
-    if writing is not None:
-        writing.join(timeout)
-    entry = store.get(key)
-    if entry is not None and not isinstance(entry, ServerListing):
-        raise TypeError(f'{type(store).__name__}.get returned a {type(entry).__name__}, not a ServerListing')
-    if entry is not None:
-        entry.mcp_tools()
-    return entry
-
-
-def load_entries(toolsets: list[MCPServerToolset[Any]], timeout: float = STORE_TIMEOUT) -> None:
-    """Read the listing cache entries of `toolsets` not loaded yet, all within `timeout` seconds (one worker thread
-    per store, each reading its keys one after another; the caller waits at most `timeout` in all, never once per
-    server). An entry the store could not give in time, or that raised, counts as missing (one warning per
-    toolset's store, `_store_failed`); an entry whose tools the MCP SDK rejects counts as missing too (one warning
-    naming the server)."""
-    pending = [ts for ts in toolsets if not ts.shared.loaded and ts.listing_store is not None]
-    if not pending:
-        return
-    by_store: dict[int, list[MCPServerToolset[Any]]] = {}
-    for ts in pending:
-        by_store.setdefault(id(ts.listing_store), []).append(ts)
-    results: dict[int, tuple[bool, object]] = {}
-
-    def read(group: list[MCPServerToolset[Any]]) -> None:
-        for ts in group:
-            assert ts.listing_store is not None
-            try:
-                results[id(ts)] = (True, _read_entry(ts.listing_store, ts.cache_key))
-            except Exception as exc:
-                results[id(ts)] = (False, exc)
-
-    threads = [
-        threading.Thread(target=read, args=(group,), name='toolproxy-listing-read', daemon=True)
-        for group in by_store.values()
-    ]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + timeout
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    late = TimeoutError(f'no answer within {timeout:g} s')
-    for group in by_store.values():
-        failed: list[tuple[MCPServerToolset[Any], BaseException]] = []
-        for ts in group:
-            ok, found = results.get(id(ts), (False, late))
-            ts.shared.loaded = True
-            if ok:
-                ts.shared.entry = found if isinstance(found, ServerListing) else None
-            elif isinstance(found, ValueError):
-                logger.warning(
-                    'MCP listing cache entry of server %r is unreadable (%s); it counts as missing',
-                    ts.server,
-                    (str(found).splitlines() or [''])[0][:300],
-                )
-            else:
-                failed.append((ts, found if isinstance(found, BaseException) else late))
-        if failed:  # one warning per store, naming its servers
-            for ts, _ in failed:
-                ts.shared.store_failed = True
-            exc = failed[0][1]
-            logger.warning(
-                'MCP listing cache %r failed (%s: %s) for %s %s; started as without a cache',
-                failed[0][0].listing_store,
-                type(exc).__name__,
-                exc,
-                'server' if len(failed) == 1 else 'servers',
-                ', '.join(repr(ts.server) for ts, _ in failed),
-            )
 
 
 @dataclass
@@ -206,6 +116,9 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     _call_lock: anyio.Lock | None = field(default=None, init=False, repr=False, compare=False)
     _leases: list[LoopServer] = field(default_factory=list, init=False, repr=False, compare=False)
     """The pooled servers this copy leased (released at its exit)."""
+    _starting: LoopServer | None = field(default=None, init=False, repr=False, compare=False)
+    """An eager copy serving its fresh cached listing while the pool starts the server (`start(background=True)`):
+    that start, or None."""
 
     @property
     def id(self) -> str | None:
@@ -230,20 +143,24 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     async def prestart(self) -> None:
         """Start now (`start`) on behalf of the next `__aenter__`: the surface starts all its servers at once."""
-        await self.start()
+        await self.start(background=True)
         self._prestarted = True
 
     async def __aenter__(self) -> Self:
         if self._prestarted:
             self._prestarted = False
             return self
-        await self.start()
+        await self.start(background=True)
         return self
 
-    async def start(self, *, warn: bool = True, refresh: bool = False) -> bool:
+    async def start(self, *, warn: bool = True, refresh: bool = False, background: bool = False) -> bool:
         """Make the server usable for this copy: serve a fresh cached listing (lazy, unless `refresh`), else enter
         the server (start it unless a run holds it already) and list its tools once (`first_listing`), storing the
         listing.
+
+        `background` (a run's entry): an eager pooled server with a fresh cached listing and no process up on this
+        loop is started by the pool without waiting for it, and the copy serves the cached listing meanwhile, as a
+        lazy copy does (a call waits for the start; `eager_from_cache`).
 
         Returns False when that failed: nothing stays entered, `start_error` holds the exception and
         `start_failure` the text (with the server's last stderr lines), logged as a warning when `warn`.
@@ -251,6 +168,9 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         """
         self.from_cache = False
         self.cache_state = None
+        self._starting = None
+        if background and not self.lazy and not refresh and self.pool is not None and await self.eager_from_cache():
+            return True
         if self.lazy and not refresh:
             entry = self.cached_entry()
             self.cache_state = 'missing' if entry is None else 'stale'
@@ -262,6 +182,50 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
                 self.listed = len(entry.tools)
                 return True
         return await self._start_live(warn, 'this run')
+
+    async def eager_from_cache(self) -> bool:
+        """Serve the fresh cached listing while the pool starts the server in the background (`ServerPool.start_soon`),
+        when the cache holds a fresh entry and no process is up on this loop (one that is up is leased instead, by
+        the caller). The start stores what the server lists when it is up (`LoopServer.when_up`), whether or not
+        the run is still there. Whether the copy serves the cache."""
+        pool = self.pool
+        assert pool is not None
+        current = pool.current()
+        if current is not None and current.state == 'up' and current.alive():
+            return False  # up already: leased at once, its live listing served
+        entry = self.cached_entry()
+        if entry is None or not entry.fresh(self.max_age):
+            return False  # no listing to serve: the run waits for the start, as without a cache
+        starting = await pool.start_soon()
+        if starting is not None and starting.state == 'starting':
+            starting.when_up(lambda up: self._remember(up.tools, up.ttl_ms, up.toolset))
+        self._starting = starting
+        self.cache_state = 'fresh'
+        self.from_cache = True
+        self.start_error = None
+        self.start_failure = ''
+        self.listed = len(entry.tools)
+        return True
+
+    def _warn_failed_start(self) -> None:
+        """An eager copy serving its cached listing: one warning when the pool's start of its server failed (the
+        group stays; a call gets `ToolFailed`; the pool retries in the background)."""
+        pool = self.pool
+        if pool is None or not pool.failures or pool.warned >= pool.failures:
+            return
+        current = pool.current()
+        if current is None or current.state != 'failed' or pool.error is None:
+            return
+        pool.warned = pool.failures
+        retry = pool.retry_in()
+        logger.warning(
+            '%s; group %r stays (its cached listing) and its calls fail until the server starts; %s',
+            self.failure(pool.error, 'did not start'),
+            self.group_name,
+            f'it is tried again in the background in {retry:.0f} s'
+            if retry
+            else 'it is being tried again in the background',
+        )
 
     def _live(self) -> bool:
         """Whether this copy holds the live server (a lease of the pool, or an entry of its own)."""
@@ -350,17 +314,19 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             await anyio.to_thread.run_sync(load_entries, [self], abandon_on_cancel=True)
         return self.shared.entry
 
-    def _remember(self, tools: list[Any], ttl_ms: int | None) -> None:
-        """Keep what a live start listed, in memory at once and in the store by a worker thread (the caller never
-        waits for the store: `wait_stored`); a store failure is logged once."""
-        info = getattr(self.wrapped, '_server_info', None)
+    def _remember(self, tools: list[Any], ttl_ms: int | None, toolset: Any = None) -> None:
+        """Keep what a live start listed (`toolset`, the `MCPToolset` it started; None: `wrapped`), in memory at once
+        and in the store by a worker thread (the caller never waits for the store: `wait_stored`); a store failure is
+        logged once."""
+        toolset = self.wrapped if toolset is None else toolset
+        info = getattr(toolset, '_server_info', None)
         try:
             entry = ServerListing(
                 tools=tuple(tool.model_dump(mode='json', by_alias=True, exclude_none=True) for tool in tools),
                 server_name=_text_attr(info, 'name'),
                 server_version=_text_attr(info, 'version'),
                 server_title=_text_attr(info, 'title'),
-                instructions=_text_attr(self.wrapped, 'instructions'),
+                instructions=_text_attr(toolset, 'instructions'),
                 fetched_at=time.time(),
                 ttl_ms=ttl_ms,
             ).with_mcp_tools(tools)
@@ -379,7 +345,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         if store is None:
             return
 
-        slot = (id(store), self.cache_key)
+        slot = (_store_slot(store), self.cache_key)
         before = shared.write
 
         def write() -> None:
@@ -477,6 +443,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
 
     async def __aexit__(self, *args: Any) -> bool | None:
         self.from_cache = False
+        self._starting = None
         leases, self._leases = self._leases, []
         for leased in leases:  # the server stays up for later runs (until idle, its loop's end or exit)
             leased.release()
@@ -494,6 +461,8 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             entry = self.shared.entry
             if entry is None:  # pragma: no cover - from_cache is set only with an entry
                 return {}
+            if not self.lazy:  # an eager copy serving the cache while its server starts: say if that start failed
+                self._warn_failed_start()
             return self.usable(await tools_from_listing(self.wrapped, entry, ctx))
         try:
             tools = await self.wrapped.get_tools(ctx)

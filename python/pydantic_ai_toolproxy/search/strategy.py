@@ -203,9 +203,9 @@ class ToolProxySearchStrategy:
             try:
                 for i, text in enumerate(texts):
                     query_vector = query_vectors[i] if query_vectors is not None else None
-                    ranked = rank(index, self._vectors, text, query_vector, None, 0, fetch, report=False, exact=True)
+                    ranked = rank(index, self._vectors, text, query_vector, None, 0, fetch, report=False)
                     kinds.append((ranked.ranking.kind, ranked.ranking.reason))
-                    if not ranked.total or (not ranked.exact and _is_browse(text)):
+                    if not ranked.total or ranked.browsed:  # every tool in name order is no match
                         continue
                     exact += ranked.keys[: ranked.exact]
                     rankings.append(ranked.keys)
@@ -214,12 +214,6 @@ class ToolProxySearchStrategy:
                 raise
         self.rankings = kinds
         return _merged(exact, rankings, discovered, limit)
-
-
-def _is_browse(text: str) -> bool:
-    """Whether the core would browse for `text` (nothing to look for): a strategy answers that with no names,
-    since every tool in name order is no match."""
-    return not any(c.isalnum() for c in text)
 
 
 def _merged(

@@ -1,0 +1,129 @@
+"""Reading and writing the MCP listing cache without holding the event loop (for `mcp_servers.toolset.MCPServerToolset`):
+the entries of one file's servers are read at once in worker threads within `STORE_TIMEOUT` (`load_entries`), and a
+read of a key waits, bounded, for this process's write of that key under way (`_writes`), so a run reads what the
+previous run stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..mcp_listing_cache import ListingStore, ServerListing
+
+if TYPE_CHECKING:
+    from .toolset import MCPServerToolset
+
+__all__ = ('STORE_TIMEOUT', 'load_entries')
+
+logger = logging.getLogger('pydantic_ai_toolproxy')
+
+
+STORE_TIMEOUT = 2.0
+"""Seconds the listing cache may take to read the entries of one file's servers (all at once, at construction) or
+to answer one read at run time; a store past it counts as empty (one warning). Writes never wait: they run in a
+thread of their own."""
+
+
+_writes: dict[tuple[object, str], threading.Thread] = {}
+"""(the store, key) -> the thread writing that entry now: a read of the same key in this process waits for it
+(bounded like every read), so a run reads what the previous run stored, also through another store object of the
+same file (`_store_slot`)."""
+
+
+def _store_slot(store: ListingStore) -> object:
+    """What names a store in `_writes`: a file store's resolved path (two capabilities opening the same file are one
+    store: one writes, the other reads), else the store object's identity."""
+    path = getattr(store, 'path', None)
+    if isinstance(path, Path):
+        try:
+            return ('path', str(path.resolve()))
+        except OSError:
+            return ('path', str(path))
+    return id(store)
+
+
+_writes_lock = threading.Lock()
+
+
+def _read_entry(store: ListingStore, key: str, timeout: float = STORE_TIMEOUT) -> ServerListing | None:
+    """`store.get(key)` with its tools validated (`ServerListing.mcp_tools`), in a worker thread, after this
+    process's write of that key (if one is under way, waited for up to `timeout` seconds).
+
+    Raises:
+        Exception: what the store raises, or ValueError for an entry whose tools the MCP SDK rejects.
+    """
+    with _writes_lock:
+        writing = _writes.get((_store_slot(store), key))
+    if writing is not None:
+        writing.join(timeout)
+    entry = store.get(key)
+    if entry is not None and not isinstance(entry, ServerListing):
+        raise TypeError(f'{type(store).__name__}.get returned a {type(entry).__name__}, not a ServerListing')
+    if entry is not None:
+        entry.mcp_tools()
+    return entry
+
+
+def load_entries(toolsets: list[MCPServerToolset[Any]], timeout: float = STORE_TIMEOUT) -> None:
+    """Read the listing cache entries of `toolsets` not loaded yet, all within `timeout` seconds (one worker thread
+    per store, each reading its keys one after another; the caller waits at most `timeout` in all, never once per
+    server). An entry the store could not give in time, or that raised, counts as missing (one warning per
+    toolset's store, `_store_failed`); an entry whose tools the MCP SDK rejects counts as missing too (one warning
+    naming the server)."""
+    pending = [ts for ts in toolsets if not ts.shared.loaded and ts.listing_store is not None]
+    if not pending:
+        return
+    by_store: dict[int, list[MCPServerToolset[Any]]] = {}
+    for ts in pending:
+        by_store.setdefault(id(ts.listing_store), []).append(ts)
+    results: dict[int, tuple[bool, object]] = {}
+
+    def read(group: list[MCPServerToolset[Any]]) -> None:
+        for ts in group:
+            assert ts.listing_store is not None
+            try:
+                results[id(ts)] = (True, _read_entry(ts.listing_store, ts.cache_key))
+            except Exception as exc:
+                results[id(ts)] = (False, exc)
+
+    threads = [
+        threading.Thread(target=read, args=(group,), name='toolproxy-listing-read', daemon=True)
+        for group in by_store.values()
+    ]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    late = TimeoutError(f'no answer within {timeout:g} s')
+    for group in by_store.values():
+        failed: list[tuple[MCPServerToolset[Any], BaseException]] = []
+        for ts in group:
+            ok, found = results.get(id(ts), (False, late))
+            ts.shared.loaded = True
+            if ok:
+                ts.shared.entry = found if isinstance(found, ServerListing) else None
+            elif isinstance(found, ValueError):
+                logger.warning(
+                    'MCP listing cache entry of server %r is unreadable (%s); it counts as missing',
+                    ts.server,
+                    (str(found).splitlines() or [''])[0][:300],
+                )
+            else:
+                failed.append((ts, found if isinstance(found, BaseException) else late))
+        if failed:  # one warning per store, naming its servers
+            for ts, _ in failed:
+                ts.shared.store_failed = True
+            exc = failed[0][1]
+            logger.warning(
+                'MCP listing cache %r failed (%s: %s) for %s %s; started as without a cache',
+                failed[0][0].listing_store,
+                type(exc).__name__,
+                exc,
+                'server' if len(failed) == 1 else 'servers',
+                ', '.join(repr(ts.server) for ts, _ in failed),
+            )
