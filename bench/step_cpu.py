@@ -99,7 +99,7 @@ async def _lazy_mcp_row(steps: int, runs: int, folder: Path) -> float:
 
 
 async def measure(steps: int, runs: int, only: str | None = None) -> dict[str, float]:
-    """Each row's median CPU ms per step, in this process (the checkout on `sys.path`); `only`: `search` or `mcp`."""
+    """Each row's median CPU ms per step, in this process (the checkout this interpreter imports); `only`: `search` or `mcp`."""
     rows = await _search_rows(steps, runs) if only in (None, 'search') else {}
     if only in (None, 'mcp'):
         with tempfile.TemporaryDirectory() as tmp:
