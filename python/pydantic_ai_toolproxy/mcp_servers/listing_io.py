@@ -9,15 +9,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
 from ..mcp_listing_cache import ListingStore, ServerListing
 
-if TYPE_CHECKING:
-    from .toolset import MCPServerToolset
-
-__all__ = ('STORE_TIMEOUT', 'load_entries')
+__all__ = ('STORE_TIMEOUT', 'CachedSource', 'SharedListing', 'load_entries')
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
@@ -68,7 +67,37 @@ def _read_entry(store: ListingStore, key: str, timeout: float = STORE_TIMEOUT) -
     return entry
 
 
-def load_entries(toolsets: list[MCPServerToolset[Any]], timeout: float = STORE_TIMEOUT) -> None:
+@dataclass
+class SharedListing:
+    """What the run copies of one `MCPServerToolset` share: the listing cache entry and the log-once flags."""
+
+    entry: ServerListing | None = None
+    """The last listing known (read from the store once, replaced by each live start)."""
+    loaded: bool = False
+    store_failed: bool = False
+    left_out: set[str] = field(default_factory=set)
+    """Names of listed tools already warned about as unusable (one warning each per server)."""
+    write: threading.Thread | None = None
+    """The thread storing the last live listing (None: nothing written yet)."""
+    written: bool | None = None
+    """Whether the last write stored the listing (None: none finished yet)."""
+    description: str | None = None
+    """The group description from what the server said (`mcp_servers.describe.described`): set from its cached entry at
+    construction, else at its first live start; never changed once set (None: not yet, or nothing usable)."""
+    listeners: list[Callable[[str], bool]] = field(default_factory=list)
+    """Told `description` when it is set at a live start (`bind_description`); one answering False is dropped."""
+
+
+class CachedSource(Protocol):
+    """What `load_entries` reads and sets of a server's source (`toolset.MCPServerToolset` is one)."""
+
+    server: str
+    listing_store: ListingStore | None
+    cache_key: str
+    shared: SharedListing
+
+
+def load_entries(toolsets: Sequence[CachedSource], timeout: float = STORE_TIMEOUT) -> None:
     """Read the listing cache entries of `toolsets` not loaded yet, all within `timeout` seconds (one worker thread
     per store, each reading its keys one after another; the caller waits at most `timeout` in all, never once per
     server). An entry the store could not give in time, or that raised, counts as missing (one warning per
@@ -77,12 +106,12 @@ def load_entries(toolsets: list[MCPServerToolset[Any]], timeout: float = STORE_T
     pending = [ts for ts in toolsets if not ts.shared.loaded and ts.listing_store is not None]
     if not pending:
         return
-    by_store: dict[int, list[MCPServerToolset[Any]]] = {}
+    by_store: dict[int, list[CachedSource]] = {}
     for ts in pending:
         by_store.setdefault(id(ts.listing_store), []).append(ts)
     results: dict[int, tuple[bool, object]] = {}
 
-    def read(group: list[MCPServerToolset[Any]]) -> None:
+    def read(group: list[CachedSource]) -> None:
         for ts in group:
             assert ts.listing_store is not None
             try:
@@ -101,7 +130,7 @@ def load_entries(toolsets: list[MCPServerToolset[Any]], timeout: float = STORE_T
         thread.join(max(0.0, deadline - time.monotonic()))
     late = TimeoutError(f'no answer within {timeout:g} s')
     for group in by_store.values():
-        failed: list[tuple[MCPServerToolset[Any], BaseException]] = []
+        failed: list[tuple[CachedSource, BaseException]] = []
         for ts in group:
             ok, found = results.get(id(ts), (False, late))
             ts.shared.loaded = True

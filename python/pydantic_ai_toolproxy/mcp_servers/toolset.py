@@ -30,32 +30,11 @@ from ..grouping.members import bad_member_name, unsupported_member
 from ..grouping.names import group_id
 from ..mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
 from .describe import described
-from .listing_io import STORE_TIMEOUT, _store_slot, _writes, _writes_lock, load_entries
+from .listing_io import STORE_TIMEOUT, SharedListing, _store_slot, _writes, _writes_lock, load_entries
 from .pool import LoopServer, ServerPool, StartFailed
 from .process import _log_size, first_listing_with_ttl, stderr_tail, tools_from_listing
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
-
-
-@dataclass
-class _Shared:
-    """What the run copies of one `MCPServerToolset` share: the listing cache entry and the log-once flags."""
-
-    entry: ServerListing | None = None
-    """The last listing known (read from the store once, replaced by each live start)."""
-    loaded: bool = False
-    store_failed: bool = False
-    left_out: set[str] = field(default_factory=set)
-    """Names of listed tools already warned about as unusable (one warning each per server)."""
-    write: threading.Thread | None = None
-    """The thread storing the last live listing (None: nothing written yet)."""
-    written: bool | None = None
-    """Whether the last write stored the listing (None: none finished yet)."""
-    description: str | None = None
-    """The group description from what the server said (`mcp_servers.describe.described`): set from its cached entry at
-    construction, else at its first live start; never changed once set (None: not yet, or nothing usable)."""
-    listeners: list[Callable[[str], bool]] = field(default_factory=list)
-    """Told `description` when it is set at a live start (`bind_description`); one answering False is dropped."""
 
 
 @dataclass
@@ -94,7 +73,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
     listing_store: ListingStore | None = None
     cache_key: str = ''
     max_age: float = DEFAULT_MAX_AGE
-    shared: _Shared = field(default_factory=_Shared, repr=False, compare=False)
+    shared: SharedListing = field(default_factory=SharedListing, repr=False, compare=False)
     pool: ServerPool | None = field(default=None, repr=False, compare=False)
     """The server's processes kept across runs (`mcp_servers.pool`), one per event loop; None for a server that is no stdio
     process (entered by each run, as Pydantic AI enters it)."""
