@@ -246,3 +246,37 @@ def test_batches_and_cuts_respect_the_limits(lengths: list[int], limit: int | No
         assert all(len(t.split()) <= limit for t in sent)
     over = sum(len(t.split()) >= limit for t in texts.values()) if limit is not None else 0
     assert counts.cut == over
+
+
+def test_an_embedder_that_cannot_be_made_is_no_cache_fault(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A named embedder whose provider has no API key: the search goes on by keywords, the warnings say why, and
+    none blames the embedding cache, which did not fail."""
+    pytest.importorskip('openai')
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    monkeypatch.delenv('OPENAI_API_KEY', raising=False)
+
+    def get_forecast(city: str) -> str:
+        """Forecast for a city."""
+        return 'rain'
+
+    proxy = ToolProxyCapability(
+        groups={'weather': ToolProxyGroup(source=FunctionToolset([get_forecast]), description='Weather data')},
+        config=ToolProxyConfig(embedder='openai:text-embedding-3-small', embedding_cache=str(tmp_path / 'v.sqlite3')),
+    )
+
+    def model(messages: list[Any], info: Any) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart('search_proxy_tools', {'query': 'forecast'})])
+        return ModelResponse(parts=[TextPart(str(messages[-1].parts[-1].content))])
+
+    with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
+        output = Agent(FunctionModel(model), capabilities=[proxy]).run_sync('x').output
+    assert 'get_forecast' in output
+    said = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
+    assert said and all('OPENAI_API_KEY' in line for line in said), said
+    assert not any('cache' in line for line in said), said

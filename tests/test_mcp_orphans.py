@@ -29,7 +29,7 @@ HOST = """
 import asyncio, sys, threading, time
 sys.path.insert(0, {tests!r})
 from pydantic_ai import Agent
-from support import CALL, Script, last_return
+from support import CALL, SEARCH, Script, last_return
 from pydantic_ai_toolproxy import ToolProxyCapability
 
 def call():
@@ -48,6 +48,19 @@ elif mode == 'closed':
     loop = asyncio.new_event_loop()
     loop.run_until_complete(agent.run('x', model=call()))
     loop.close()
+elif mode == 'closed-twice':  # a worker that makes and closes a loop per job: the next job's run works
+    for _ in range(2):
+        loop = asyncio.new_event_loop()
+        result = loop.run_until_complete(agent.run('x', model=call()))
+        print(last_return(result.all_messages(), CALL).content, flush=True)
+        loop.close()
+    import gc
+    gc.collect()  # the first loop's keepers are finalized while no loop of theirs runs
+elif mode == 'starting':  # a loop left (not closed) while eager starts served from the cache are under way
+    asyncio.run(agent.run('x', model=Script([[(SEARCH, {{'query': 'plain'}})], 'done']).model))  # fills the cache
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(agent.run('x', model=Script(['done']).model))
+    loop.run_until_complete(asyncio.sleep(1.0))  # the processes are spawned; their start delay is not over
 print('ran', flush=True)
 if mode == 'again':  # once the watcher stopped it, the same loop runs again and gets a new server
     sys.stdin.readline()
@@ -89,3 +102,48 @@ def test_servers_of_a_loop_that_no_longer_runs_are_stopped(tmp_path: Path, pids:
         said = proc.stderr.read() if proc.stderr else ''
     assert alive(pids) == []
     assert 'that handles pid' not in said  # asyncio's "Loop ... is closed" about a server stopped here: dropped
+
+
+def test_loops_closed_by_hand_one_after_another(tmp_path: Path, pids: Path) -> None:
+    """A loop closed by hand after each run (as a worker that makes a loop per job does): every run gets its tool,
+    and a keeper of a closed loop, finalized while another loop runs, awaits nothing there (it once broke that
+    loop's run with "Attempted to exit a cancel scope that isn't the current task's current cancel scope")."""
+    path = write(tmp_path, {'a': server(pids)})
+    script = tmp_path / 'host.py'
+    script.write_text(HOST.format(tests=str(ROOT / 'tests'), path=str(path), idle=IDLE))
+    with subprocess.Popen(
+        [sys.executable, str(script), 'closed-twice'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            lines = [proc.stdout.readline().strip() for _ in range(3)]
+        finally:
+            proc.kill()
+            proc.wait()
+        said = proc.stderr.read() if proc.stderr else ''
+    assert lines == ['ran plain_tool', 'ran plain_tool', 'ran'], said
+    assert 'cancel scope' not in said and 'LoopServer._keep' not in said, said
+    assert alive(pids, wait=IDLE + 1 + 2 + 3) == []
+
+
+def test_a_start_left_under_way_on_a_loop_that_does_not_run_is_stopped(tmp_path: Path, pids: Path) -> None:
+    """An eager run serves fresh cached listings and starts the servers in the background; when its loop stops
+    running before those starts end (`run_sync` returned), the spawned processes are stopped after `idle_timeout`
+    too, and the stop is no failure of the server's."""
+    path = write(tmp_path, {'a': server(pids, '--start-delay', '4'), 'b': server(pids, '--start-delay', '4')})
+    script = tmp_path / 'host.py'
+    script.write_text(HOST.format(tests=str(ROOT / 'tests'), path=str(path), idle=IDLE))
+    with subprocess.Popen(
+        [sys.executable, str(script), 'starting'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == 'ran', proc.stderr.read() if proc.stderr else ''
+            assert len(started(pids)) == 4  # two by the first loop (stopped with it), two under way
+            assert alive(pids, wait=IDLE + 1 + 2 + 3) == []
+            assert proc.poll() is None  # stopped by the watcher, not by the host's exit
+        finally:
+            proc.kill()
+            proc.wait()
+        said = proc.stderr.read() if proc.stderr else ''
+    assert 'did not start' not in said, said

@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -323,3 +324,57 @@ async def test_calling_a_lazy_server_that_cannot_start_twice_spends_no_retry(tmp
     ]
     assert len(texts) == 3 and all('could not be started' in t for t in texts)
     await proxy.stop_mcp_servers()
+
+
+def test_a_retry_that_fires_late_is_waited_for_by_the_run_that_fires_it(
+    tmp_path: Path, pids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run_sync` between runs runs no loop, so the background retry fires as the next run begins: that run waits
+    for it as for its own start and gets the group back (not a run later)."""
+    monkeypatch.setattr(_mcp_pool, 'RETRY_AFTER', 1.0)
+    version = tmp_path / 'version'
+    version.write_text('crash')
+    path = write(tmp_path, {'flaky': server(pids, '--version-file', str(version)), 'ok': server(pids)})
+    agent = Agent(call('ok').model, capabilities=[ToolProxyCapability.from_mcp_config(path, listing_cache=None)])
+    first = call('flaky')
+    agent.run_sync('x', model=first.model)
+    assert group_enum(first) == ['ok']
+    version.write_text('1')  # the server is mended
+    time.sleep(1.0 + _mcp_pool.LATE_RETRY + 0.5)  # the back-off is over; no loop ran meanwhile
+    second = call('flaky')
+    result = agent.run_sync('x', model=second.model)
+    assert group_enum(second) == ['flaky', 'ok']
+    assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
+
+
+def test_the_watcher_survives_servers_added_and_removed_by_other_threads() -> None:
+    """Other threads' loops add and drop servers while the watcher copies the set of live ones: a sweep never
+    raises (an exception would end the watcher thread)."""
+
+    class Stopped:  # a server the watcher already stopped: a sweep reads only `killed` of it
+        killed = True
+
+    kept = [Stopped() for _ in range(64)]
+    done = False
+
+    def churn() -> None:
+        while not done:
+            for server in kept:
+                _mcp_pool._LIVE.add(server)  # type: ignore[arg-type]
+            for server in kept:
+                _mcp_pool._LIVE.discard(server)  # type: ignore[arg-type]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=churn) for _ in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            _mcp_pool._sweep()
+    finally:
+        done = True
+        for thread in threads:
+            thread.join()
+        sys.setswitchinterval(interval)

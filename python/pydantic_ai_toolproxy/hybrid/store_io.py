@@ -160,6 +160,9 @@ class StoreIO:
             return {}
         try:
             key = key or self.embedder.store_key
+        except Exception:  # the embedder cannot be made (a missing API key, say): no store fault; its own
+            return {}  # warning says why when it is asked to embed
+        try:
             found = await self.call(store.get_many, key, fingerprints)
             if present is not None:
                 present.update(found)

@@ -67,6 +67,9 @@ DEFAULT_IDLE_TIMEOUT = 600.0
 RETRY_AFTER = 30.0
 """Seconds after a failed start before the pool tries that server again, in the background."""
 
+LATE_RETRY = 1.0
+"""Seconds late a background retry may fire and still be one runs do not wait for (`LoopServer._retry_now`)."""
+
 RETRY_AFTER_MAX = 600.0
 """The longest back-off: each further failure doubles the wait up to this many seconds."""
 
@@ -142,6 +145,10 @@ class LoopServer:
         """When (monotonic seconds) the last lease ended, or the server came up with none."""
         self.killed = False
         """Stopped by the watcher, by PID, because its loop no longer runs (`_watch`): it is not alive."""
+        self.begun_at = 0.0
+        """When (monotonic seconds) the start under way began (`begin`)."""
+        self.retry_due = 0.0
+        """When (monotonic seconds) the scheduled background retry is due."""
         self._ready: asyncio.Future[None] = loop.create_future()
         self._stop = asyncio.Event()
         self._idle: asyncio.TimerHandle | None = None
@@ -162,9 +169,14 @@ class LoopServer:
             self.toolset = self.pool.make_toolset()
         self.state = 'starting'
         self.background = background
+        self.killed = False
+        self.begun_at = time.monotonic()
         self._ready = self.loop.create_future()
         self._stop = asyncio.Event()
         self._task = self.loop.create_task(self._keep(), context=contextvars.Context())
+        # A keeper waits until its server stops: one still pending when its loop is closed by hand is expected
+        # (the watcher stops its process by PID), not worth asyncio's "Task was destroyed but it is pending!".
+        self._task._log_destroy_pending = False  # type: ignore[attr-defined]
         _LIVE.add(self)
         _install_exit_hooks()
         _watch()
@@ -191,10 +203,10 @@ class LoopServer:
                     step = 'tools/list' if entered else 'initialize'
                     raise StartTimeout(
                         f'no answer to {step} within the start timeout of {timeout:g} s; raise it with '
-                        'from_mcp_config(start_timeout=...) or the entry\'s "startup_timeout_sec"'
+                        'start_timeout (from_mcp_config, or --start-timeout of the CLI) or the entry\'s "startup_timeout_sec"'
                     ) from exc
         except BaseException as exc:
-            if entered and _loop_running():  # torn down first: a loop's end must not cancel a teardown under way
+            if entered and self._on_own_loop():  # torn down first: a loop's end must not cancel a teardown under way
                 with anyio.CancelScope(shield=True):
                     await _exit_quietly(toolset)
             self.toolset = None  # the pool outlives the runs: keep nothing of theirs (a client's last error, say)
@@ -223,15 +235,25 @@ class LoopServer:
         finally:
             self.state = 'stopped'
             _LIVE.discard(self)
-            if _loop_running():  # else its loop was closed under it (not by asyncio.run): nothing can await here,
+            if self._on_own_loop():  # else its loop was closed under it (not by asyncio.run): nothing can await here,
                 with anyio.CancelScope(shield=True):  # and the server sees its stdin close when this process ends
                     await _exit_quietly(toolset)
             self.toolset = None
 
+    def _on_own_loop(self) -> bool:
+        """Whether this code runs in a task of the server's own loop. A keeper whose loop was closed under it is
+        finalized later by the garbage collector, possibly while another loop runs: awaiting there would corrupt
+        that loop's running task (its cancel scopes), so such a keeper awaits nothing."""
+        try:
+            return asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            return False
+
     def _failed(self, exc: BaseException) -> None:
         _LIVE.discard(self)
         self._on_up = []
-        if not isinstance(exc, Exception):  # cancelled (its loop ends, or a stop): no failure of the server's
+        if not isinstance(exc, Exception) or self.killed:  # cancelled (its loop ends, or a stop), or stopped by
+            # the watcher while its loop did not run: no failure of the server's
             self.state = 'stopped'
             if not self._ready.done():
                 self._ready.set_exception(RuntimeError('the start was cancelled'))
@@ -243,7 +265,9 @@ class LoopServer:
             self._ready.set_exception(exc)
             self._ready.exception()  # retrieved: a start nobody waits for does not log "never retrieved"
         if not self.loop.is_closed():
-            self._retry = self.loop.call_later(self.pool.backoff(), self._retry_now, context=contextvars.Context())
+            delay = self.pool.backoff()
+            self.retry_due = time.monotonic() + delay
+            self._retry = self.loop.call_later(delay, self._retry_now, context=contextvars.Context())
 
     def cancel_retry(self) -> None:
         """Cancel a scheduled background retry (a run starts it now, or it is stopped)."""
@@ -254,7 +278,9 @@ class LoopServer:
     def _retry_now(self) -> None:
         self._retry = None
         if self.state == 'failed' and not self.loop.is_closed():
-            self.begin(background=True)
+            # A retry that fires late (its loop did not run when it was due: `run_sync` between runs) fires as the
+            # next run begins; that run waits for it as for its own start, instead of going without the server.
+            self.begin(background=time.monotonic() - self.retry_due < LATE_RETRY)
 
     def lease(self) -> None:
         """One more run uses the server: no idle stop while any does."""
@@ -340,38 +366,43 @@ def _watch() -> None:
 def _sweep() -> bool:
     """One look of the watcher: stop the servers of loops that no longer run (`_orphaned`); whether any server is
     left to watch."""
-    servers = [server for server in list(_LIVE) if not server.killed]
+    servers = [server for server in _live() if not server.killed]
     for server in servers:
         try:
             if _orphaned(server):
                 server.killed = True
-                if server.pid is not None:
-                    terminate(server.pid)
+                pid = server.pid if server.pid is not None else _server_pid(server.toolset)
+                if pid is not None:
+                    terminate(pid)
                 if server.loop.is_closed():
                     _LIVE.discard(server)  # nothing can run its teardown: forget it
         except Exception:  # one server's trouble is not the watcher's end
             logger.debug('stopping an MCP server of a stopped loop failed', exc_info=True)
-    return any(not server.killed for server in list(_LIVE))
+    return any(not server.killed for server in _live())
 
 
 def _orphaned(server: LoopServer) -> bool:
-    """Whether `server` is up on a loop that no longer runs it: closed, or not running and unused past its idle
-    timeout (a running loop stops its idle servers itself)."""
-    if server.state != 'up' or server.killed or server.users:
+    """Whether `server` is up, or starting, on a loop that no longer runs it: closed, or not running and unused
+    past its idle timeout (a running loop stops its idle servers itself). A start left under way when its loop
+    stopped running (an eager run's background start as `run_sync` returned) counts as idle from its beginning."""
+    if server.state not in ('up', 'starting') or server.killed or server.users:
         return False
     loop = server.loop
     if loop.is_closed():
         return True
     idle = server.pool.idle_timeout
-    return idle is not None and not loop.is_running() and time.monotonic() - server.idle_since >= idle
+    since = server.idle_since if server.state == 'up' else server.begun_at
+    return idle is not None and not loop.is_running() and time.monotonic() - since >= idle
 
 
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+def _live() -> list[LoopServer]:
+    """A copy of `_LIVE`, which other threads' loops change while it is copied (a copy that met a change is
+    taken again)."""
+    while True:
+        try:
+            return list(_LIVE)
+        except RuntimeError:  # "Set changed size during iteration"
+            continue
 
 
 async def _exit_quietly(toolset: Any) -> None:
@@ -572,7 +603,7 @@ def stop_all_at_exit(timeout: float = 10.0) -> None:
     running in another thread is asked to stop them (waiting at most `timeout` seconds); a closed loop stopped its
     servers when it cancelled their keepers."""
     by_loop: dict[asyncio.AbstractEventLoop, list[LoopServer]] = {}
-    for server in list(_LIVE):
+    for server in _live():
         if server.state in ('starting', 'up'):
             by_loop.setdefault(server.loop, []).append(server)
     for loop, servers in by_loop.items():

@@ -251,7 +251,10 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             self.start_error = exc.error if isinstance(exc.error, Exception) else exc
         if warn and pool.warned < pool.failures:
             pool.warned = pool.failures
-            logger.warning('%s; group %r is left out of %s; %s', text, self.group_name, left_out_of, retry)
+            if call:  # a lazy or background-started server found at a call: its group stays, its calls fail
+                logger.warning('%s; calls of group %r fail until it starts; %s', text, self.group_name, retry)
+            else:
+                logger.warning('%s; group %r is left out of %s; %s', text, self.group_name, left_out_of, retry)
 
     async def _enter_live(self, warn: bool, left_out_of: str) -> bool:
         offset = self._log_offset()
