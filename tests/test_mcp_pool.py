@@ -34,6 +34,7 @@ from test_mcp_lifetime import alive, group_enum, started, write
 from test_mcp_lifetime import pids as pids  # the fixture, shared
 
 from pydantic_ai_toolproxy import ToolProxyCapability
+from pydantic_ai_toolproxy.mcp_servers import lifetime
 from pydantic_ai_toolproxy.mcp_servers import pool as _mcp_pool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -360,9 +361,9 @@ def test_the_watcher_survives_servers_added_and_removed_by_other_threads() -> No
     def churn() -> None:
         while not done:
             for server in kept:
-                _mcp_pool._LIVE.add(server)  # type: ignore[arg-type]
+                lifetime.LIVE.add(server)  # type: ignore[arg-type]
             for server in kept:
-                _mcp_pool._LIVE.discard(server)  # type: ignore[arg-type]
+                lifetime.LIVE.discard(server)  # type: ignore[arg-type]
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
@@ -372,7 +373,7 @@ def test_the_watcher_survives_servers_added_and_removed_by_other_threads() -> No
             thread.start()
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline:
-            _mcp_pool._sweep()
+            lifetime.sweep()
     finally:
         done = True
         for thread in threads:

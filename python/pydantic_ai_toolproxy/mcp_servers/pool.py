@@ -12,7 +12,7 @@ event loop starts nothing. `ServerPool` gives the servers of an `mcpServers` fil
   server. At interpreter exit every server whose loop is still open and idle (the loop `run_sync` keeps) is stopped
   there; a SIGTERM with Python's default disposition exits through `SystemExit`, so the same clean-up runs. A
   server is stopped as the MCP SDK stops one: stdin closed, then its process tree terminated after 2 s. A loop that
-  no longer runs cannot stop its servers: a watcher thread (`_watch`) stops them by PID (SIGTERM to the server's
+  no longer runs cannot stop its servers: a watcher thread (`lifetime.watch`) stops them by PID (SIGTERM to the server's
   process group, SIGKILL after `TERMINATE_GRACE`, reaped), at once when their loop was closed, else once unused
   for `idle_timeout` (a thread that ended after `run_sync`, a `run_sync` loop that `asyncio.run` replaced).
 - **Started within bounds.** At most `start_slots()` servers start at once on one loop, and each server's
@@ -28,21 +28,17 @@ event loop starts nothing. `ServerPool` gives the servers of an `mcpServers` fil
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import contextvars
 import logging
 import os
-import signal
-import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
 import anyio
 
-from .watch import Watcher, terminate
+from .lifetime import LIVE, install_exit_hooks, watch
 
 __all__ = (
     'DEFAULT_IDLE_TIMEOUT',
@@ -144,7 +140,7 @@ class LoopServer:
         self.idle_since = 0.0
         """When (monotonic seconds) the last lease ended, or the server came up with none."""
         self.killed = False
-        """Stopped by the watcher, by PID, because its loop no longer runs (`_watch`): it is not alive."""
+        """Stopped by the watcher, by PID, because its loop no longer runs (`lifetime.watch`): it is not alive."""
         self.begun_at = 0.0
         """When (monotonic seconds) the start under way began (`begin`)."""
         self.retry_due = 0.0
@@ -177,16 +173,16 @@ class LoopServer:
         # A keeper waits until its server stops: one still pending when its loop is closed by hand is expected
         # (the watcher stops its process by PID), not worth asyncio's "Task was destroyed but it is pending!".
         self._task._log_destroy_pending = False  # type: ignore[attr-defined]
-        _LIVE.add(self)
-        _install_exit_hooks()
-        _watch()
+        LIVE.add(self)
+        install_exit_hooks()
+        watch()
 
     async def wait_ready(self) -> None:
         """Wait for the start under way (its own timeout bounds it). Raises the start's exception when it failed."""
         await asyncio.shield(self._ready)
 
     async def _keep(self) -> None:
-        from .process import first_listing_with_ttl
+        from .process import first_listing_with_ttl, server_pid
 
         toolset = self.toolset
         entered = False
@@ -215,7 +211,7 @@ class LoopServer:
                 raise
             return
         self.tools, self.ttl_ms = tools, ttl
-        self.pid = _server_pid(toolset)
+        self.pid = server_pid(toolset)
         self.idle_since = time.monotonic()
         self.killed = False
         self.state = 'up'
@@ -234,7 +230,7 @@ class LoopServer:
             await self._stop.wait()
         finally:
             self.state = 'stopped'
-            _LIVE.discard(self)
+            LIVE.discard(self)
             if self._on_own_loop():  # else its loop was closed under it (not by asyncio.run): nothing can await here,
                 with anyio.CancelScope(shield=True):  # and the server sees its stdin close when this process ends
                     await _exit_quietly(toolset)
@@ -250,7 +246,7 @@ class LoopServer:
             return False
 
     def _failed(self, exc: BaseException) -> None:
-        _LIVE.discard(self)
+        LIVE.discard(self)
         self._on_up = []
         if not isinstance(exc, Exception) or self.killed:  # cancelled (its loop ends, or a stop), or stopped by
             # the watcher while its loop did not run: no failure of the server's
@@ -343,66 +339,6 @@ class LoopServer:
             await asyncio.wait({task})
         if self.state == 'failed':
             self.state = 'stopped'
-
-
-def _server_pid(toolset: Any) -> int | None:
-    from .process import server_pid
-
-    return server_pid(toolset)
-
-
-_watcher = Watcher(lambda: _sweep())
-
-
-def _watch() -> None:
-    """Start the process-wide watcher thread unless it runs (`mcp_servers.watch.Watcher`). It stops, by PID, the servers
-    whose event loop no longer runs, where their own timers cannot fire: a loop closed (by hand: `asyncio.run`
-    cancels its keepers itself) at once, a loop not running (a thread that ended after `run_sync`, a `run_sync`
-    loop that `asyncio.run` replaced) once no run used the server for `idle_timeout` seconds. It ends when no
-    server is left to watch."""
-    _watcher.start()
-
-
-def _sweep() -> bool:
-    """One look of the watcher: stop the servers of loops that no longer run (`_orphaned`); whether any server is
-    left to watch."""
-    servers = [server for server in _live() if not server.killed]
-    for server in servers:
-        try:
-            if _orphaned(server):
-                server.killed = True
-                pid = server.pid if server.pid is not None else _server_pid(server.toolset)
-                if pid is not None:
-                    terminate(pid)
-                if server.loop.is_closed():
-                    _LIVE.discard(server)  # nothing can run its teardown: forget it
-        except Exception:  # one server's trouble is not the watcher's end
-            logger.debug('stopping an MCP server of a stopped loop failed', exc_info=True)
-    return any(not server.killed for server in _live())
-
-
-def _orphaned(server: LoopServer) -> bool:
-    """Whether `server` is up, or starting, on a loop that no longer runs it: closed, or not running and unused
-    past its idle timeout (a running loop stops its idle servers itself). A start left under way when its loop
-    stopped running (an eager run's background start as `run_sync` returned) counts as idle from its beginning."""
-    if server.state not in ('up', 'starting') or server.killed or server.users:
-        return False
-    loop = server.loop
-    if loop.is_closed():
-        return True
-    idle = server.pool.idle_timeout
-    since = server.idle_since if server.state == 'up' else server.begun_at
-    return idle is not None and not loop.is_running() and time.monotonic() - since >= idle
-
-
-def _live() -> list[LoopServer]:
-    """A copy of `_LIVE`, which other threads' loops change while it is copied (a copy that met a change is
-    taken again)."""
-    while True:
-        try:
-            return list(_LIVE)
-        except RuntimeError:  # "Set changed size during iteration"
-            continue
 
 
 async def _exit_quietly(toolset: Any) -> None:
@@ -568,55 +504,5 @@ def shared_pool(
         pool = _POOLS[key] = ServerPool(server, make_toolset, start_timeout=start_timeout, idle_timeout=idle_timeout)
     else:
         pool.start_timeout, pool.idle_timeout = start_timeout, idle_timeout
-    _install_exit_hooks()  # at construction, usually on the main thread (a SIGTERM handler can only be set there)
+    install_exit_hooks()  # at construction, usually on the main thread (a SIGTERM handler can only be set there)
     return pool
-
-
-_LIVE: weakref.WeakSet[LoopServer] = weakref.WeakSet()
-"""Servers started and not stopped, in every loop of the process (what exit must stop)."""
-
-_HOOKS = [False]
-
-
-def _install_exit_hooks() -> None:
-    """At the first start: stop every server at interpreter exit, and let a SIGTERM with the default disposition
-    exit through `SystemExit` (so that clean-up runs) instead of killing the interpreter outright."""
-    if _HOOKS[0]:
-        return
-    _HOOKS[0] = True
-    atexit.register(stop_all_at_exit)
-    if threading.current_thread() is threading.main_thread() and hasattr(signal, 'SIGTERM'):
-        try:
-            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-                signal.signal(signal.SIGTERM, _exit_on_sigterm)
-        except (ValueError, OSError):  # pragma: no cover - not the main interpreter
-            pass
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
-    raise SystemExit(128 + signum)
-
-
-def stop_all_at_exit(timeout: float = 10.0) -> None:
-    """Stop every server still up, each on its own loop: a loop not running is run until its servers stopped, a loop
-    running in another thread is asked to stop them (waiting at most `timeout` seconds); a closed loop stopped its
-    servers when it cancelled their keepers."""
-    by_loop: dict[asyncio.AbstractEventLoop, list[LoopServer]] = {}
-    for server in _live():
-        if server.state in ('starting', 'up'):
-            by_loop.setdefault(server.loop, []).append(server)
-    for loop, servers in by_loop.items():
-        if loop.is_closed():
-            continue
-
-        async def stop_these(servers: list[LoopServer] = servers) -> None:
-            await asyncio.gather(*(s.stopped() for s in servers), return_exceptions=True)
-
-        try:
-            if loop.is_running():
-                asyncio.run_coroutine_threadsafe(stop_these(), loop).result(timeout)
-            else:
-                loop.run_until_complete(asyncio.wait_for(stop_these(), timeout))
-        except Exception:  # exit goes on: the servers see their stdin close when this process ends
-            logger.debug('stopping MCP servers at exit failed', exc_info=True)
