@@ -275,7 +275,7 @@ def test_an_embedder_that_cannot_be_made_is_no_cache_fault(
         return ModelResponse(parts=[TextPart(str(messages[-1].parts[-1].content))])
 
     with caplog.at_level(logging.WARNING, logger='pydantic_ai_toolproxy'):
-        output = Agent(FunctionModel(model), capabilities=[proxy]).run_sync('x').output
+        output = asyncio.run(Agent(FunctionModel(model), capabilities=[proxy]).run('x')).output
     assert 'get_forecast' in output
     said = [r.getMessage() for r in caplog.records if r.name == 'pydantic_ai_toolproxy']
     assert said and all('OPENAI_API_KEY' in line for line in said), said

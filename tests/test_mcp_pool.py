@@ -330,22 +330,29 @@ async def test_calling_a_lazy_server_that_cannot_start_twice_spends_no_retry(tmp
 def test_a_retry_that_fires_late_is_waited_for_by_the_run_that_fires_it(
     tmp_path: Path, pids: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`run_sync` between runs runs no loop, so the background retry fires as the next run begins: that run waits
-    for it as for its own start and gets the group back (not a run later)."""
+    """A loop that runs only during runs (as `run_sync`'s between runs) fires the background retry as the next run
+    begins: that run waits for it as for its own start and gets the group back (not a run later)."""
     monkeypatch.setattr(_mcp_pool, 'RETRY_AFTER', 1.0)
     version = tmp_path / 'version'
     version.write_text('crash')
     path = write(tmp_path, {'flaky': server(pids, '--version-file', str(version)), 'ok': server(pids)})
-    agent = Agent(call('ok').model, capabilities=[ToolProxyCapability.from_mcp_config(path, listing_cache=None)])
-    first = call('flaky')
-    agent.run_sync('x', model=first.model)
-    assert group_enum(first) == ['ok']
-    version.write_text('1')  # the server is mended
-    time.sleep(1.0 + _mcp_pool.LATE_RETRY + 0.5)  # the back-off is over; no loop ran meanwhile
-    second = call('flaky')
-    result = agent.run_sync('x', model=second.model)
-    assert group_enum(second) == ['flaky', 'ok']
-    assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
+    proxy = ToolProxyCapability.from_mcp_config(path, listing_cache=None)
+    agent = Agent(call('ok').model, capabilities=[proxy])
+    loop = asyncio.new_event_loop()  # run_sync's way, without leaving the loop to the test process
+    try:
+        first = call('flaky')
+        loop.run_until_complete(agent.run('x', model=first.model))
+        assert group_enum(first) == ['ok']
+        version.write_text('1')  # the server is mended
+        time.sleep(1.0 + _mcp_pool.LATE_RETRY + 0.5)  # the back-off is over; the loop did not run meanwhile
+        second = call('flaky')
+        result = loop.run_until_complete(agent.run('x', model=second.model))
+        assert group_enum(second) == ['flaky', 'ok']
+        assert last_return(result.all_messages(), CALL).content == 'ran plain_tool'
+    finally:
+        loop.run_until_complete(proxy.stop_mcp_servers())
+        loop.close()
+    assert alive(pids) == []
 
 
 def test_the_watcher_survives_servers_added_and_removed_by_other_threads() -> None:
