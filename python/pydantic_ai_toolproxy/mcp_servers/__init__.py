@@ -8,5 +8,6 @@ it is not read as the MCP SDK). The public names are `ToolProxyCapability.from_m
 - `describe`: a server's group description from what it says about itself, as plain text;
 - `noise`: a server's non-JSON stdout lines, kept out of the host's stderr;
 - `watch`: stopping a server process by PID, and the thread that does it for servers whose loop no longer runs;
-- `listing_io`: the listing cache's bounded reads and writes, off the event loop.
+- `listing_io`: the listing cache's bounded reads and writes, off the event loop;
+- `live_listing`: what a live start listed, kept in the listing cache and as the group description.
 """

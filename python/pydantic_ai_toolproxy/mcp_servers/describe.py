@@ -1,7 +1,7 @@
 """Group descriptions of `mcpServers` servers the host gives none: what a server says about itself, as plain text.
 
 `described(server, entry)` is the one rule, applied to a listing entry whether it came from the listing cache or
-from the server's live `initialize` and `tools/list` (`mcp_servers.toolset.MCPServerToolset._remember` builds the same
+from the server's live `initialize` and `tools/list` (`mcp_servers.live_listing.remember` builds the same
 entry), so the text is the same in the first run (no cached listing) and in every later one:
 
 1. the server's `instructions`, else its `serverInfo.title`, else its `serverInfo.name` when that says more than

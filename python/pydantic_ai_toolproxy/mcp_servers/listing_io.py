@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ..mcp_listing_cache import ListingStore, ServerListing
 
-__all__ = ('STORE_TIMEOUT', 'CachedSource', 'SharedListing', 'load_entries')
+__all__ = ('STORE_TIMEOUT', 'CachedSource', 'SharedListing', 'load_entries', 'write_entry')
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
@@ -101,7 +101,7 @@ def load_entries(toolsets: Sequence[CachedSource], timeout: float = STORE_TIMEOU
     """Read the listing cache entries of `toolsets` not loaded yet, all within `timeout` seconds (one worker thread
     per store, each reading its keys one after another; the caller waits at most `timeout` in all, never once per
     server). An entry the store could not give in time, or that raised, counts as missing (one warning per
-    toolset's store, `_store_failed`); an entry whose tools the MCP SDK rejects counts as missing too (one warning
+    store, naming its servers); an entry whose tools the MCP SDK rejects counts as missing too (one warning
     naming the server)."""
     pending = [ts for ts in toolsets if not ts.shared.loaded and ts.listing_store is not None]
     if not pending:
@@ -156,3 +156,35 @@ def load_entries(toolsets: Sequence[CachedSource], timeout: float = STORE_TIMEOU
                 'server' if len(failed) == 1 else 'servers',
                 ', '.join(repr(ts.server) for ts, _ in failed),
             )
+
+
+def write_entry(
+    store: ListingStore, key: str, entry: ServerListing, shared: SharedListing, failed: Callable[[BaseException], None]
+) -> None:
+    """Store `entry` under `key` in a worker thread of its own (the caller never waits: `shared.write` is that
+    thread, `shared.written` whether it stored the entry, None until it is done). Writes of one key land in the
+    order they were made, and a read of the key in this process waits for the write under way (`_writes`).
+    `failed` is called, in that thread, with what the store raised."""
+    slot = (_store_slot(store), key)
+    before = shared.write
+
+    def write() -> None:
+        try:
+            if before is not None:  # writes of one server land in the order they were made
+                before.join()
+            store.put(key, entry)
+        except Exception as exc:
+            shared.written = False
+            failed(exc)
+        else:
+            shared.written = True
+        finally:
+            with _writes_lock:
+                if _writes.get(slot) is thread:
+                    del _writes[slot]
+
+    shared.written = None
+    thread = threading.Thread(target=write, name='toolproxy-listing-write', daemon=True)
+    with _writes_lock:
+        _writes[slot] = shared.write = thread
+    thread.start()

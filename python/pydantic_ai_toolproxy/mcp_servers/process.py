@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import shutil
@@ -80,6 +81,18 @@ def stderr_tail(path: Path | None, offset: int = 0) -> str:
     if len(encoded) > STDERR_TAIL_BYTES:
         text = '...' + encoded[-(STDERR_TAIL_BYTES - 3) :].decode('utf-8', 'ignore')
     return text
+
+
+def start_offset(path: Path | None, private: bool, running: bool) -> int:
+    """Where a start's stderr begins in the server's stderr file `path`, in bytes (0 without a file). A private file
+    (`private`: in the process's private folder) is emptied first when no process writes to it (`running` False),
+    so it holds one process's stderr at most; an unwritable file is left as it is."""
+    if path is None:
+        return 0
+    if private and not running:
+        with contextlib.suppress(OSError):
+            path.write_bytes(b'')
+    return _log_size(path)
 
 
 def _log_size(path: Path | None) -> int:

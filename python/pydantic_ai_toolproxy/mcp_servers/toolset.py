@@ -9,9 +9,7 @@ start); every live start stores what the server listed, and the live listing win
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -29,10 +27,10 @@ from .._same import same_value
 from ..grouping.members import bad_member_name, unsupported_member
 from ..grouping.names import group_id
 from ..mcp_listing_cache import DEFAULT_MAX_AGE, ListingStore, ServerListing
-from .describe import described
-from .listing_io import STORE_TIMEOUT, SharedListing, _store_slot, _writes, _writes_lock, load_entries
+from .listing_io import STORE_TIMEOUT, SharedListing, load_entries
+from .live_listing import bind_description, remember
 from .pool import LoopServer, ServerPool, StartFailed
-from .process import _log_size, first_listing_with_ttl, stderr_tail, tools_from_listing
+from .process import first_listing_with_ttl, start_offset, stderr_tail, tools_from_listing
 
 logger = logging.getLogger('pydantic_ai_toolproxy')
 
@@ -177,7 +175,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             return False  # no listing to serve: the run waits for the start, as without a cache
         starting = await pool.start_soon()
         if starting is not None and starting.state == 'starting':
-            starting.when_up(lambda up: self._remember(up.tools, up.ttl_ms, up.toolset))
+            starting.when_up(lambda up: remember(self, up.tools, up.ttl_ms, up.toolset))
         self._starting = starting
         self.cache_state = 'fresh'
         self.from_cache = True
@@ -231,7 +229,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         self.start_error = None
         self.start_failure = ''
         if started:
-            self._remember(leased.tools, leased.ttl_ms)
+            remember(self, leased.tools, leased.ttl_ms, self.wrapped)
         return True
 
     def _unavailable(self, exc: StartFailed, left_out_of: str, offset: int, warn: bool, call: bool) -> None:
@@ -277,7 +275,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         self.start_error = None
         self.start_failure = ''
         self._entered += 1
-        self._remember(tools, ttl_ms)
+        remember(self, tools, ttl_ms, self.wrapped)
         return True
 
     def cached_entry(self) -> ServerListing | None:
@@ -296,83 +294,10 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             await anyio.to_thread.run_sync(load_entries, [self], abandon_on_cancel=True)
         return self.shared.entry
 
-    def _remember(self, tools: list[Any], ttl_ms: int | None, toolset: Any = None) -> None:
-        """Keep what a live start listed (`toolset`, the `MCPToolset` it started; None: `wrapped`), in memory at once
-        and in the store by a worker thread (the caller never waits for the store: `wait_stored`); a store failure is
-        logged once."""
-        toolset = self.wrapped if toolset is None else toolset
-        info = getattr(toolset, '_server_info', None)
-        try:
-            entry = ServerListing(
-                tools=tuple(tool.model_dump(mode='json', by_alias=True, exclude_none=True) for tool in tools),
-                server_name=_text_attr(info, 'name'),
-                server_version=_text_attr(info, 'version'),
-                server_title=_text_attr(info, 'title'),
-                instructions=_text_attr(toolset, 'instructions'),
-                fetched_at=time.time(),
-                ttl_ms=ttl_ms,
-            ).with_mcp_tools(tools)
-        except Exception as exc:  # a listing that cannot be dumped as JSON: not cached
-            self._store_failed(exc)
-            return
-        shared = self.shared
-        shared.loaded = True
-        self._described_by(entry)
-        if shared.entry is not None and shared.entry.tools == entry.tools and shared.entry.fresh(self.max_age):
-            if shared.write is None and shared.written is None and self.listing_store is not None:
-                shared.written = not shared.store_failed  # what the store gave at construction: stored already
-            return  # unchanged and fresh: no write
-        shared.entry = entry
-        store = self.listing_store
-        if store is None:
-            return
-
-        slot = (_store_slot(store), self.cache_key)
-        before = shared.write
-
-        def write() -> None:
-            try:
-                if before is not None:  # writes of one server land in the order they were made
-                    before.join()
-                store.put(self.cache_key, entry)
-            except Exception as exc:
-                shared.written = False
-                self._store_failed(exc)
-            else:
-                shared.written = True
-            finally:
-                with _writes_lock:
-                    if _writes.get(slot) is thread:
-                        del _writes[slot]
-
-        shared.written = None
-        thread = threading.Thread(target=write, name='toolproxy-listing-write', daemon=True)
-        with _writes_lock:
-            _writes[slot] = shared.write = thread
-        thread.start()
-
     def bind_description(self, listener: Callable[[str], bool]) -> None:
-        """Tell `listener` the group description from what the server said (`shared.description`): at once when it
-        is known, else when the server's first live start sets it (the listener answers False to be dropped: its
-        surface is gone). Does nothing unless `describe`."""
-        if not self.describe:
-            return
-        said = self.shared.description
-        if said is not None:
-            listener(said)
-        else:
-            self.shared.listeners.append(listener)
-
-    def _described_by(self, entry: ServerListing) -> None:
-        """Set `shared.description` from a live listing's `entry` when not set yet, and tell the listeners."""
-        shared = self.shared
-        if not self.describe or shared.description is not None:
-            return
-        said = described(self.server, entry)
-        if said is None:
-            return
-        shared.description = said
-        shared.listeners[:] = [listener for listener in shared.listeners if listener(said)]
+        """Tell `listener` the group description from what the server says, now or at its first live start
+        (`live_listing.bind_description`). Does nothing unless `describe`."""
+        bind_description(self, listener)
 
     def wait_stored(self, timeout: float = STORE_TIMEOUT) -> bool:
         """Wait up to `timeout` seconds for the last live listing's write to the store; whether the store holds it
@@ -383,32 +308,15 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             write.join(timeout)
         return self.shared.written is True
 
-    def _store_failed(self, exc: BaseException) -> None:
-        if not self.shared.store_failed:
-            self.shared.store_failed = True
-            logger.warning(
-                'MCP listing cache %r failed for server %r (%s: %s); servers are started as without a cache',
-                self.listing_store,
-                self.server,
-                type(exc).__name__,
-                exc,
-            )
-
     def _log_offset(self) -> int:
-        """Where this start's stderr begins in `stderr_path`; a private file is emptied first when no run holds the
-        server (nothing writes to it then), so it holds one process's stderr at most."""
-        path = self.stderr_path
-        if path is None:
-            return 0
-        if self.pool is not None:  # a failed server's file keeps its stderr for the warning
+        """Where this start's stderr begins in `stderr_path` (`start_offset`: its private file emptied first when
+        no run holds the server; a failed pooled server's file keeps its stderr for the warning)."""
+        if self.pool is not None:
             current = self.pool.current()
             running = current is not None and current.state in ('starting', 'up', 'failed')
         else:
             running = getattr(self.wrapped, 'is_running', True)
-        if self.private_log and not running:
-            with contextlib.suppress(OSError):
-                path.write_bytes(b'')
-        return _log_size(path)
+        return start_offset(self.stderr_path, self.private_log, running)
 
     def failure(self, exc: BaseException, what: str, offset: int = 0) -> str:
         """`MCP server 'x' <what> (<error>)`, with the last lines of the server's stderr since `offset` when it
@@ -516,11 +424,6 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         if self.start_error is not None or (self.from_cache and not self._live()):
             return None
         return await self.wrapped.get_instructions(ctx)
-
-
-def _text_attr(obj: object, name: str) -> str | None:
-    value = getattr(obj, name, None) if obj is not None else None
-    return value if isinstance(value, str) else None
 
 
 def _same_definition(live: ToolDefinition, cached: ToolDefinition) -> bool:
