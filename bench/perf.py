@@ -20,6 +20,10 @@ natural-language BFCL questions:
   100,000 tools beside keyword search on the same index, the vectors' memory, and loading every vector from
   the persistent SQLite cache.
 
+Here: the options and the measurements, table by table; the implementations timed are in
+`bench/lib/perf_references.py`, the timing helpers in `bench/lib/perf_timing.py`, the printed in-process and hybrid
+tables in `bench/lib/perf_tables.py`.
+
 Run with `bash scripts/bench-perf` (`.venv-bench/bin/python -m bench.perf` in the CPython 3.13 bench venv, see
 `scripts/bench-setup`). Prints Markdown tables of medians, p95s and ratios. Timings are wall-clock on a shared
 machine: read medians and ratios, not absolutes.
@@ -34,16 +38,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
-import os
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from bench.lib import real_client, tenant_runs
@@ -56,22 +57,24 @@ from bench.lib.agent_steps import (
     toolsets,
 )
 from bench.lib.loopback_llm import LoopbackServer
-from bench.lib.replicas import Fn, corpus, keyword_queries, nl_questions, records
+from bench.lib.perf_references import CoreSearch, a13n_reference, bm25s_reference, numeric_setup, pydantic_ai_reference
+from bench.lib.perf_tables import (
+    FEW,
+    PER_STEP,
+    SOME,
+    TENANT_SEARCHES,
+    TENANT_TOOLS,
+    TENANTS,
+    print_hybrid,
+    print_tables,
+)
+from bench.lib.perf_timing import fmt, per_query, settled_rss, stats, timed
+from bench.lib.replicas import Fn, corpus, keyword_queries, nl_questions
 from bench.lib.tables import table
 from examples.bfcl_tools import load_bfcl_functions
-from pydantic_ai_toolproxy import _core
-from pydantic_ai_toolproxy.controls.search import entry_size
 from pydantic_ai_toolproxy.grouping.directory import index_record
 from pydantic_ai_toolproxy.grouping.names import canonical_name
 
-FEW = 3
-"""Queries of each kind the pure-Python references run at 100,000 tools (one a13n question takes seconds)."""
-SOME = 10
-"""Queries of each kind the pure-Python references run at 10,000 tools (medians settle; all 50 took a minute)."""
-PER_STEP = 5
-"""Keyword queries and questions each searched as the only search of a step (a 100,000-tool step takes seconds)."""
-TENANT_TOOLS, TENANTS, TENANT_SEARCHES = 3_000, 4, 24
-"""Interleaved tenants (`bench/tenants.py`): tools a tenant, tenants, searches over all their runs."""
 ANTHROPIC_UP_TO = 10_000
 """Largest corpus the real-client table also measures with `AnthropicModel` (its direct steps take seconds beyond)."""
 
@@ -92,192 +95,6 @@ REAL_CLIENT_PLAN = (
     'run; every step of theirs carries the same definitions), so their per-task figures are missing (—) or '
     'estimated (≈: two direct steps); ToolProxy runs one task after a warm-up run that builds its index.'
 )
-
-
-# --------------------------------------------------------------------------- timing
-
-
-def timed(fn: Callable[[], Any]) -> float:
-    t = time.perf_counter_ns()
-    fn()
-    return (time.perf_counter_ns() - t) / 1e6
-
-
-def stats(samples: Sequence[float]) -> tuple[float, float]:
-    """(median, p95) in milliseconds."""
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return statistics.median(ordered), p95
-
-
-def per_query(fn: Callable[[str], Any], queries: Sequence[str], repeat: int = 1) -> tuple[float, float]:
-    gc.collect()
-    gc.disable()
-    try:
-        samples = [timed(lambda q=q: fn(q)) for _ in range(repeat) for q in queries]
-    finally:
-        gc.enable()
-    return stats(samples)
-
-
-def rss_bytes() -> int:
-    with open('/proc/self/statm') as f:
-        return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
-
-
-def settled_rss() -> int:
-    """RSS after a full garbage collection and, on glibc, `malloc_trim(0)`: memory freed but still cached by the
-    allocator (e.g. the converted text of an index build) is returned first, so deltas show what stays in use."""
-    gc.collect()
-    try:
-        import ctypes
-
-        ctypes.CDLL('libc.so.6').malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: plain RSS
-        pass
-    return rss_bytes()
-
-
-def fmt(ms: float) -> str:
-    return f'{ms * 1000:.0f} µs' if ms < 1 else f'{ms:.2f} ms' if ms < 1000 else f'{ms / 1000:.2f} s'
-
-
-# --------------------------------------------------------------------------- implementations
-
-
-class CoreSearch:
-    """The Rust core: ranking plus planning of the first page of 5 (entry sizes measured lazily and cached)."""
-
-    def __init__(self, fns: Sequence[Fn]) -> None:
-        self.by_key = {canonical_name(f.group, f.name): f for f in fns}
-        built = records(fns)  # the Python records exist before the index, as a proxy's tool definitions do
-        before = settled_rss()
-        self.index = _core.SearchIndex()
-        t = time.perf_counter()
-        self.index.upsert(built)
-        self.build_s = time.perf_counter() - t
-        del built
-        self.rss = settled_rss() - before
-        """RSS the index holds beyond the records Python already had (measured around the build)."""
-        self._sizes: dict[str, int] = {}
-
-    def size(self, key: str) -> int:
-        size = self._sizes.get(key)
-        if size is None:
-            f = self.by_key[key]
-            entry = {
-                'group': f.group,
-                'tool': f.name,
-                'description': f.description,
-                'parameters_json_schema': f.parameters,
-                'return_schema': None,
-                'instructions': [],
-                'codeact_eligible': False,
-            }
-            size = self._sizes[key] = entry_size(entry)
-        return size
-
-    def warm(self, queries: Sequence[str]) -> None:
-        for q in queries:
-            for key in self.index.search(q, None, 0, 5)[1]:
-                self.size(key)
-
-    def __call__(self, query: str) -> Any:
-        total, keys = self.index.search(query, None, 0, 5)
-        return _core.plan_page([self._sizes[k] for k in keys], total, 0, 32_768)
-
-
-def a13n_reference(fns: Sequence[Fn]) -> Callable[[str], Any] | None:
-    try:
-        from a13n_harness.tools.tool_search import (
-            PROXY_MEMBERSHIP_KEY,
-            ToolSearchMembership,
-            grouped_tool_name,
-            proxy_directory,
-        )
-        from a13n_harness.toolsets.tool_search import _search_matches  # pyright: ignore[reportPrivateUsage]
-    except ImportError:
-        return None
-    from pydantic_ai.toolsets.abstract import ToolsetTool
-
-    holder = FunctionToolset[Any]()
-    tools: dict[str, Any] = {}
-    fields = (
-        set(ToolSearchMembership.__dataclass_fields__)
-        if hasattr(ToolSearchMembership, '__dataclass_fields__')
-        else set()
-    )
-    for f in fns:
-        kwargs: dict[str, Any] = {'group': f.group, 'tool': f.name}
-        if 'description' in fields:
-            kwargs['description'] = f'{f.group} tools'
-        for extra in fields - {'group', 'tool', 'description'}:
-            kwargs.setdefault(extra, None)
-        name = grouped_tool_name(f.group, f.name)
-        tool_def = ToolDefinition(
-            name=name,
-            description=f.description,
-            parameters_json_schema=f.parameters,
-            metadata={PROXY_MEMBERSHIP_KEY: ToolSearchMembership(**kwargs)},
-        )
-        tools[name] = ToolsetTool(toolset=holder, tool_def=tool_def, max_retries=1, args_validator=None)  # type: ignore[arg-type]
-
-    def search(query: str) -> Any:
-        return _search_matches(tools, proxy_directory(tools), query, None)[0][:10]
-
-    return search
-
-
-def pydantic_ai_reference(fns: Sequence[Fn]) -> Callable[[str], Any]:
-    from pydantic_ai_toolproxy._private import keywords_search
-
-    defs = [
-        ToolDefinition(
-            name=canonical_name(f.group, f.name), description=f.description, parameters_json_schema=f.parameters
-        )
-        for f in fns
-    ]
-
-    def search(query: str) -> Any:
-        return keywords_search(None, [query], defs)[:10]  # type: ignore[arg-type]
-
-    return search
-
-
-def numeric_setup() -> str:
-    """The numeric stack the bm25s reference runs on (its query time depends on it), as one sentence."""
-    try:
-        from importlib.metadata import version
-
-        import numpy
-
-        blas = numpy.__config__.CONFIG.get('Build Dependencies', {}).get('blas', {})
-        config = str(blas.get('openblas configuration') or f'{blas.get("name")} {blas.get("version")}')
-        return (
-            f'bm25s {version("bm25s")} (numpy backend) on numpy {numpy.__version__} with {config}; '
-            f'OPENBLAS_NUM_THREADS={os.environ.get("OPENBLAS_NUM_THREADS", "unset")}, {os.cpu_count()} CPUs.'
-        )
-    except Exception as error:  # a missing or unusual numpy: say so rather than stop the benchmark
-        return f'bm25s numeric setup unknown ({type(error).__name__}: {error}).'
-
-
-def bm25s_reference(fns: Sequence[Fn]) -> tuple[Callable[[str], Any], float] | None:
-    try:
-        import bm25s
-    except ImportError:
-        return None
-    texts = [
-        f'{f.name.replace("_", " ")} {f.description} {" ".join(f.parameters.get("properties", {}) or {})}' for f in fns
-    ]
-    t = time.perf_counter()
-    retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, show_progress=False), show_progress=False)
-    build = time.perf_counter() - t
-
-    def search(query: str) -> Any:
-        return retriever.retrieve(bm25s.tokenize([query], show_progress=False), k=10, show_progress=False)
-
-    return search, build
 
 
 # --------------------------------------------------------------------------- report
@@ -553,134 +370,6 @@ async def main() -> None:
         from bench.lib import fleet
 
         await asyncio.to_thread(fleet.report, ['--quick'] if args.quick else [])
-
-
-def print_tables(
-    rank_rows: list[list[str]],
-    build_rows: list[list[str]],
-    call_rows: list[list[str]],
-    step_rows: list[list[str]],
-    bytes_rows: list[list[str]],
-    extra: list[str],
-    tenant_times: Any,
-    repeat: int,
-) -> None:
-    """The in-process tables (all but the real-client and hybrid ones); `tenant_times` as
-    `tenant_runs.interleaved_tenants` returns them, over `repeat` runs."""
-    print('\n## Ranking plus first page, per query\n')
-    print(
-        table(
-            ['tools', 'implementation', 'keyword query', 'natural-language question', 'ratio (kw)', 'ratio (NL)'],
-            rank_rows,
-        )
-    )
-    print(
-        '\nRatios: reference median / toolproxy median (higher = toolproxy faster). The Pydantic AI and a13n '
-        f'references run {SOME} queries of each kind at 10,000 tools and {FEW} at 100,000.'
-    )
-    print('\n## Index build, incremental update, memory\n')
-    print(
-        table(
-            [
-                'tools',
-                'toolproxy build (from Python records)',
-                'one tool changed (upsert)',
-                'index RSS per tool',
-                'bm25s index build',
-            ],
-            build_rows,
-        )
-    )
-    print('\n## Whole `search_proxy_tools` call inside an agent step (page of 5 complete entries), median (p95)\n')
-    print(
-        table(
-            ['tools', "a step's first search", 'further searches in the same step', 'index builds (2 runs)'], call_rows
-        )
-    )
-    print(
-        f'\nFirst searches: {2 * PER_STEP} steps with one search each ({PER_STEP} keyword queries, {PER_STEP} questions), '
-        "each ranking right after its step's tool preparation, with cold CPU caches (the index is brought up to date "
-        "while a step is prepared, in ToolProxy's own per-step work); further searches: one step with 50 (25 of "
-        'each), run sequentially.'
-    )
-    if step_rows:
-        print(
-            '\n## Per-step CPU time with a `FunctionModel` (no request serialization): Pydantic AI alone vs. ToolProxy\n'
-        )
-        print(
-            table(
-                [
-                    'tools',
-                    'toolsets= (direct)',
-                    'capabilities=[Toolset(..)]',
-                    'ToolProxy',
-                    'vs toolsets=',
-                    'vs capabilities=',
-                    "ToolProxy's own work",
-                    'own work / toolsets= step',
-                ],
-                step_rows,
-            )
-        )
-        print(
-            '\nNot what a user pays (see the real-client table above for that): a `FunctionModel` never serializes tool '
-            "definitions, so these steps leave out the request a provider client builds, and Pydantic AI's own per-tool "
-            'copy of every capability-contributed tool (`CapabilityOwnedToolset`) dominates the difference between the '
-            "columns. The table is kept so that a regression in ToolProxy's own per-step work still shows. "
-            'A step = one model request (FunctionModel) + one trivial ungrouped tool call; CPU time of this process. '
-            "ToolProxy's own work is timed inside proxy runs whose first call is a search: wrapping each source listing "
-            'into members, merging, the directory, keeping the index in sync, hiding members from the request, the '
-            'guidance instruction and the direct-call guard. The rest of '
-            "the difference to `toolsets=` is Pydantic AI's handling of any capability-contributed toolset "
-            '(`CapabilityOwnedToolset` copies each tool and its definition every listing, and one more `CombinedToolset` '
-            'layer wraps them), which the `capabilities=[Toolset(..)]` column pays too.'
-        )
-    print('\n## Interleaved tenants: one proxy, a catalogue per tenant (per-deps source), concurrent runs\n')
-    print(table(tenant_runs.HEADERS, [tenant_runs.row(TENANT_TOOLS, TENANTS, tenant_times)]))
-    print(
-        f'\nOne run per tenant, {TENANT_SEARCHES // TENANTS} steps of one search each (NL questions); wall time of all runs, '
-        'one after another vs concurrent (each step yields first, so their steps interleave), median of '
-        f'{repeat}, each from a fresh proxy: both pay one index build per tenant. Index changes: '
-        '`ToolProxyCapability.index_builds` (builds and incremental syncs); one per tenant means no search re-indexed. '
-        'Goal: interleaved within 1.2x of sequential.'
-    )
-    print('\n## Tool-definition bytes per model request\n')
-    print(table(['tools', 'through the proxy', 'every tool direct', 'proxy / direct'], bytes_rows))
-    print()
-    for line in extra:
-        print(line)
-
-
-def print_hybrid(hybrid_rows: list[list[str]]) -> None:
-    """The hybrid-search table (bench/lib/hybrid_perf.py)."""
-    from bench.lib import hybrid_perf
-
-    print('\n## Hybrid search (all-MiniLM-L6-v2 vectors, 384 dimensions), per query, median (p95)\n')
-    print(
-        table(
-            [
-                'tools',
-                'keyword search, wall (same index)',
-                f'hybrid search, weight {hybrid_perf.WEIGHT}, wall',
-                'keyword, CPU time',
-                'hybrid, CPU time',
-                'set_vectors (all tools)',
-                'vector RSS per tool',
-                'restart: load every vector from the SQLite cache, median of 5 processes (target 1 s)',
-            ],
-            hybrid_rows,
-        )
-    )
-    print(
-        '\nRanking of the first 5 (100 queries: 50 keyword, 50 natural-language), query vectors computed beforehand: '
-        "the embedder's own call is not included. Wall time and the calling thread's CPU time (what the ranking "
-        'itself costs, whatever else runs on the machine). '
-        + "Tool vectors: real embeddings of the BFCL functions; each replica gets its original's vector plus "
-        'Gaussian noise (sigma 0.01 per dimension, then normalized). Restart: a file holding every tool vector under '
-        'its text hash (warm OS page cache), loaded by 5 new processes, each timed from "the index records exist" to '
-        '"every tool has its vector in the Rust index": ToolVectors.follow (texts, fingerprints), get_many of every '
-        'fingerprint, the check and set_vector_rows (bench/embedding_cache.py, which prints the same alone).'
-    )
 
 
 if __name__ == '__main__':

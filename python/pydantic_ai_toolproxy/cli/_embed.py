@@ -63,7 +63,7 @@ async def embed_surface(
     An embedder error (an embedder call past `embedding_timeout` too) stops the pass: the texts left count as
     `failed` and `error` says why (the vectors of the batches before it are kept and stored); a search of the
     surface asks the embedder for them again `hybrid.fill.RETRY_SECONDS` later. Cached vectors of another
-    dimensionality than the embedder's fresh ones are embedded again too (`ToolVectors.adopt_dimensions`: not
+    dimensionality than the embedder's fresh ones are embedded again too (`DimensionPolicy.adopt_dimensions`: not
     counted as cached).
 
     Raises:
@@ -82,7 +82,7 @@ async def embed_surface(
     if known:
         with vectors.lock:
             vectors.apply(known)
-            vectors.note_store(stored, texts)
+            vectors.dimension_policy.note_store(stored, texts)
     generation = vectors.generation
     counts.cached = len(known)
     done = len(known)

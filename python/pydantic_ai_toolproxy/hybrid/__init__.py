@@ -1,7 +1,8 @@
 """Hybrid search: the tools' and the queries' vectors beside the keyword index, one concept per module.
 
 - `ranking`: when hybrid ranking applies, and the ranking itself (the one entry point of `controls.search` and `search.strategy`);
-- `vectors`: `ToolVectors`, the tool vectors of one surface following its indexes, and the dimension policy;
+- `vectors`: `ToolVectors`, the tool vectors of one surface following its indexes;
+- `dimensions`: `DimensionPolicy`, the size the held vectors have and store vectors of another size made stale;
 - `fill`: the background fill of pending tool vectors, claims between processes, how long a search waits;
 - `batches`: embedding tool texts in batches within the model's limits (`EmbedCounts`);
 - `queries`: the query vector and its cache;

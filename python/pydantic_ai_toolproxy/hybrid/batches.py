@@ -171,7 +171,7 @@ class TextBatches:
             vectors.embedded += len(found)
             with vectors.lock:
                 if found and (vectors.held_key is None or key == vectors.held_key):
-                    vectors.adopt_dimensions(len(next(iter(found.values()))) // 4)
+                    vectors.dimension_policy.adopt_dimensions(len(next(iter(found.values()))) // 4)
                 vectors.apply(found, key)
             await vectors.stores.put(found, key)
             out.update(found)

@@ -230,7 +230,7 @@ class Fill:
                         held = vectors.held_key
                         if key is None or held is None or key == held:
                             vectors.apply(found)
-                            vectors.note_store(found, pending)
+                            vectors.dimension_policy.note_store(found, pending)
                 missing = {} if len(found) == len(pending) else {fp: t for fp, t in pending.items() if fp not in found}
                 if missing:
                     await self._embed_claimed(missing, key, present)
@@ -298,7 +298,7 @@ class Fill:
                 with vectors.lock:
                     if vectors.held_key is None or key == vectors.held_key:
                         vectors.apply(found)
-                        vectors.note_store(found, left)
+                        vectors.dimension_policy.note_store(found, left)
                 for fingerprint in found:
                     left.pop(fingerprint, None)
                 stalled_since = time.monotonic()

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
     from .. import _core
     from ..config import ToolProxyConfig
+    from .dimensions import DimensionPolicy
     from .embedder import ResolvedEmbedder
     from .store_io import StoreIO
     from .warnings import LogOnce
@@ -24,8 +25,10 @@ class VectorHolder(Protocol):
     config: ToolProxyConfig
     embedder: ResolvedEmbedder
     lock: Any
-    """The index cache's lock: `apply`, `note_store`, `take_pending`, `missing` and `adopt_dimensions` need it held."""
+    """The index cache's lock: `apply`, `take_pending`, `missing` and the dimension policy's `note_store` and
+    `adopt_dimensions` need it held."""
     log: LogOnce
+    dimension_policy: DimensionPolicy
     stores: StoreIO
     held_key: str | None
     """The store key of the model whose vectors are held and attached."""
@@ -53,14 +56,6 @@ class VectorHolder(Protocol):
 
     def apply(self, found: Mapping[bytes, bytes], key: str | None = None) -> int:
         """Keep vectors `found` of the model `key` and attach them where they are wanted."""
-        ...
-
-    def note_store(self, found: Mapping[bytes, bytes], texts: Mapping[bytes, str]) -> None:
-        """`found`, a store's vectors of `texts`, was just applied."""
-        ...
-
-    def adopt_dimensions(self, dimensions: int) -> bool:
-        """The embedder just produced a vector of `dimensions`."""
         ...
 
     def take_pending(self, claims: Mapping[bytes, int]) -> dict[bytes, str]:

@@ -110,7 +110,7 @@ async def await_vectors(
     finally:
         for future in embedding:
             future.cancel()  # a search cancelled meanwhile: its queries' embedding stops (no-op once done)
-    stale = [v is not None and vectors.adopt_query(v) for v, _ in query_vectors]
+    stale = [v is not None and vectors.dimension_policy.adopt_query(v) for v, _ in query_vectors]
     if any(stale):  # the store's tool vectors had another size than the embedder's: wait for their replacements
         with lock:
             claimed = vectors.fill.claim(source.sync())
@@ -170,7 +170,7 @@ def _decide(index: _core.SearchIndex, vectors: ToolVectors, query_vector: QueryV
             reason = 'no-vectors'
         elif len(vector) // 4 != vectors.dimensions:
             reason = 'dimensions'
-            vectors.dimension_mismatch(len(vector) // 4)
+            vectors.dimension_policy.dimension_mismatch(len(vector) // 4)
     if reason is None and vector is not None:
         return Ranking('hybrid', None, with_vectors, tools)
     return Ranking('keyword', reason, with_vectors, tools)

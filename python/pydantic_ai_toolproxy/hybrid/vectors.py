@@ -11,8 +11,9 @@ search whose model differs from the one the held vectors came from (an override 
 indexes drop every vector and are rebuilt with the vectors known for that model (`switch_model`).
 
 The embedder decides the dimensionality: store vectors are taken on trust until the embedder produces a vector
-(a tool's, or a query's); one of another size makes every store vector taken so far stale (`adopt_dimensions`):
-they are dropped, embedded again and replaced in the store, with one warning. A model without a name of its own
+(a tool's, or a query's); one of another size makes every store vector taken so far stale
+(`dimensions.DimensionPolicy`): they are dropped (`drop_stale`), embedded again and replaced in the store, with one
+warning. A model without a name of its own
 (`ResolvedEmbedder.named`) never uses a shared store (one warning saying how to name it).
 """
 
@@ -28,6 +29,7 @@ from pydantic_ai.usage import RequestUsage
 
 from .. import _core
 from .batches import EmbedCounts, TextBatches
+from .dimensions import DimensionPolicy
 from .embedder import ResolvedEmbedder
 from .embedding_text import embedding_text, group_text, text_hash
 from .fill import Fill
@@ -131,8 +133,9 @@ def _fingerprints(
 
 class ToolVectors:
     """Tool and query vectors of one proxy surface (see the module docstring): which index keys want which text,
-    what is attached, what is pending, and the dimension policy; the store (`stores`), batches (`batches`), the
-    background fill (`fill`), query vectors (`queries`) and log-once warnings (`log`) are its collaborators.
+    what is attached, what is pending; the dimension policy (`dimension_policy`), the store (`stores`), batches
+    (`batches`), the background fill (`fill`), query vectors (`queries`) and log-once warnings (`log`) are its
+    collaborators.
 
     `follow` and `apply` run under the index cache's lock (`lock`, shared with `SearchIndexCache`); the awaits
     (`wait_for_tools`, `query_vector`) run outside it.
@@ -154,13 +157,15 @@ class ToolVectors:
         """Group -> its part of the embedding text (`group_text`), for `_core.embedding_fingerprints`."""
         self.lock = lock
         self.log = LogOnce()
-        self.stores = StoreIO(config, self.embedder, self.log, open_store, self.expected_dimensions)
+        self.dimensions: int | None = None
+        """Float32 values per vector of the vectors held (None: none held)."""
+        self.dimension_policy = DimensionPolicy(self.embedder, self.log, lock, lambda: self.dimensions, self.drop_stale)
+        self.stores = StoreIO(config, self.embedder, self.log, open_store, self.dimension_policy.expected_dimensions)
         self.batches = TextBatches(self)
         self.fill = Fill(self, self.batches)
         self.queries = QueryVectors(self)
         self.memory: dict[bytes, bytes] = {}
         """Text fingerprint -> little-endian float32 vector, every vector this process has seen."""
-        self.dimensions: int | None = None
         self._states: dict[int, _IndexState] = {}
         self._pending: dict[bytes, str] = {}
         """Fingerprint -> text of the vectors some index wants and nobody has yet."""
@@ -172,15 +177,8 @@ class ToolVectors:
         """Store key -> (memory, dimensions, confirmed, expected) of the models not in use now (`switch_model`)."""
         self.tools_changed = 0
         """Bumped when a followed index gains texts without a vector (a run's next search waits again)."""
-        self._confirmed = False
-        """Whether `dimensions` is the embedder's own (it produced a vector of that size in this process), not only
-        the store's."""
-        self._expected: int | None = None
-        """The size of the first vector the embedder produced (what store vectors must have while none is held)."""
-        self._unverified: dict[bytes, str] = {}
-        """Fingerprint -> text of the store vectors taken before `_confirmed`: embedded again if they are stale."""
         self.generation = 0
-        """Bumped when stale store vectors were dropped (`adopt_dimensions`), so a running fill tries them again."""
+        """Bumped when stale store vectors were dropped (`drop_stale`), so a running fill tries them again."""
         self.usage = RequestUsage()
         """The embedder's usage for tool texts, summed (queries not included)."""
         self.embedded = 0
@@ -224,10 +222,13 @@ class ToolVectors:
         if self.held_key is None:
             self.held_key = key
             return False
-        self._memories[self.held_key] = (self.memory, self.dimensions, self._confirmed, self._expected)
-        self.memory, self.dimensions, self._confirmed, self._expected = self._memories.pop(key, ({}, None, False, None))
+        policy = self.dimension_policy
+        self._memories[self.held_key] = (self.memory, self.dimensions, policy.confirmed, policy.expected)
+        self.memory, self.dimensions, policy.confirmed, policy.expected = self._memories.pop(
+            key, ({}, None, False, None)
+        )
         self.held_key = key
-        self._unverified = {}
+        policy.unverified = {}
         self._states.clear()
         self._pending.clear()
         self.generation += 1
@@ -413,39 +414,12 @@ class ToolVectors:
         self._stale = kept_claimed
         return dict(self._pending)
 
-    # --- the dimension policy ---
-
-    def note_store(self, found: Mapping[bytes, bytes], texts: Mapping[bytes, str]) -> None:
-        """`found` (a store's vectors of `texts`) was just applied: remember their texts while the embedder has not
-        confirmed the dimensionality, to embed them again if it turns out another. Call with `lock` held."""
-        if not self._confirmed:
-            if found.keys() <= texts.keys():  # the usual call (a fill): at C speed, no tuple per vector
-                self._unverified.update(zip(found, map(texts.__getitem__, found), strict=True))
-            else:
-                self._unverified.update((fp, texts[fp]) for fp in found if fp in texts)
-
-    def adopt_dimensions(self, dimensions: int) -> bool:
-        """The embedder just produced a vector of `dimensions` (a tool text's, or a query's). Call with `lock` held.
-
-        The same size as the vectors held confirms them. Another, while every vector held came from the store (a
-        cache filled by this model at another size, or damaged consistently), makes those stale: every index drops
-        its vectors, memory forgets them, their texts are pending again (a search embeds them and the store's rows
-        are replaced), one warning. Returns whether it did that. Another size while the embedder itself made the
-        held vectors is left to the caller (`dimension_mismatch`: the model's queries and documents differ)."""
-        if self._expected is None:
-            self._expected = dimensions
-        held = self.dimensions
-        if held is None or dimensions == held:
-            self._confirmed = True
-            self._unverified = {}
-            return False
-        if self._confirmed:
-            return False
-        texts, self._unverified = self._unverified, {}
+    def drop_stale(self, texts: Mapping[bytes, str]) -> None:
+        """Drop every vector held, the store's of another size than the embedder's (`DimensionPolicy`): every index
+        drops its vectors, memory forgets them, and the wanted ones of `texts` (fingerprint -> text) are pending
+        again. Call with `lock` held."""
         self.memory = {}
         self.dimensions = None
-        self._confirmed = True
-        self._expected = dimensions
         for state in self._states.values():
             if state.attached:
                 state.index.clear_vectors()
@@ -458,40 +432,6 @@ class ToolVectors:
         self.generation += 1
         self.tools_changed += 1
         self.fill.retry_now()
-        self.log.warn(
-            'store-value',
-            f'ToolProxy embedding cache holds vectors of {held} dimensions for {self.embedder.describe()}, which '
-            f'embeds {dimensions}; embedding those tool texts again and replacing them.',
-        )
-        return True
-
-    def adopt_query(self, vector: bytes) -> bool:
-        """`adopt_dimensions` for a query's `vector` (takes `lock`): True when stale store vectors were dropped and
-        the search should wait for the tools again."""
-        with self.lock:
-            return self.adopt_dimensions(len(vector) // 4)
-
-    def expected_dimensions(self) -> int | None:
-        """The size store vectors must have: the vectors held, else what the embedder produced or its settings
-        declare (None: not known yet, the first usable store vector decides until the embedder tells)."""
-        if self.dimensions is not None:
-            return self.dimensions
-        if self._expected is not None:
-            return self._expected
-        try:
-            return self.embedder.declared_dimensions
-        except Exception:
-            return None
-
-    def dimension_mismatch(self, dimensions: int) -> None:
-        """Log (once) that a query vector has `dimensions` while the tool vectors this embedder made have
-        `self.dimensions` (a model whose queries and documents differ in size; stale store vectors are replaced
-        instead, `adopt_dimensions`)."""
-        self.log.warn(
-            'dimensions',
-            f'ToolProxy query vectors of {self.embedder.describe()} have {dimensions} dimensions, the tool vectors '
-            f'it embedded {self.dimensions}; searching by keywords alone.',
-        )
 
     # --- what the searches and the CLI ask ---
 
