@@ -142,7 +142,8 @@ def test_a_core_panic_is_a_runtime_error_and_the_module_keeps_working() -> None:
 
 
 class PanicOnce:
-    """A real `_core.SearchIndex` whose next `search` hits a real core panic (through `_panic_for_tests`)."""
+    """A real `_core.SearchIndex` whose next ranking call (`rank`, which the search control makes, or `search`)
+    hits a real core panic (through `_panic_for_tests`)."""
 
     def __init__(self) -> None:
         self.inner = _core.SearchIndex()
@@ -154,10 +155,17 @@ class PanicOnce:
     def remove(self, keys: Any) -> None:
         self.inner.remove(keys)
 
-    def search(self, *args: Any) -> Any:
+    def _fire(self) -> None:
         if self.armed:
             self.armed = False
             _core._panic_for_tests('index corrupted')
+
+    def rank(self, *args: Any) -> Any:
+        self._fire()
+        return self.inner.rank(*args)
+
+    def search(self, *args: Any) -> Any:
+        self._fire()
         return self.inner.search(*args)
 
 
