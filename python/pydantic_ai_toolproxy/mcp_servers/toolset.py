@@ -152,13 +152,17 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
             entry = self.cached_entry()
             self.cache_state = 'missing' if entry is None else 'stale'
             if entry is not None and entry.fresh(self.max_age):
-                self.cache_state = 'fresh'
-                self.from_cache = True
-                self.start_error = None
-                self.start_failure = ''
-                self.listed = len(entry.tools)
+                self._serve_cached(entry)
                 return True
         return await self._start_live(warn, 'this run')
+
+    def _serve_cached(self, entry: ServerListing) -> None:
+        """Serve `entry`, a fresh cached listing (`ServerListing`), for this run instead of a live one."""
+        self.cache_state = 'fresh'
+        self.from_cache = True
+        self.start_error = None
+        self.start_failure = ''
+        self.listed = len(entry.tools)
 
     async def eager_from_cache(self) -> bool:
         """Serve the fresh cached listing while the pool starts the server in the background (`ServerPool.start_soon`),
@@ -177,11 +181,7 @@ class MCPServerToolset(WrapperToolset[AgentDepsT]):
         if starting is not None and starting.state == 'starting':
             starting.when_up(lambda up: remember(self, up.tools, up.ttl_ms, up.toolset))
         self._starting = starting
-        self.cache_state = 'fresh'
-        self.from_cache = True
-        self.start_error = None
-        self.start_failure = ''
-        self.listed = len(entry.tools)
+        self._serve_cached(entry)
         return True
 
     def _warn_failed_start(self) -> None:
