@@ -15,6 +15,8 @@ module, that those do not close a cycle either.
 from __future__ import annotations
 
 import ast
+import graphlib
+import itertools
 import os
 from pathlib import Path
 
@@ -194,25 +196,11 @@ def family_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One cycle as a path `[a, b, ..., a]`, or None."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == 1:
-                return [*stack[stack.index(nxt) :], nxt]
-            if nxt not in state and (found := visit(nxt)) is not None:
-                return found
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (found := visit(node)) is not None:
-            return found
+    """One cycle as a path `[a, b, ..., a]` along the edges, or None."""
+    try:  # graphlib reads `graph` as node -> predecessors: its cycle runs against the import edges
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(reversed(exc.args[1]))
     return None
 
 
@@ -247,7 +235,10 @@ def test_the_readers_see_what_they_should() -> None:
         for node in module_level_imports(source)
     ]
     assert seen == ['typing', 'os', '.a', '.b', '.d']
-    assert find_cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
+    graph3 = {'a': {'b'}, 'b': {'c'}, 'c': {'a'}}
+    cycle = find_cycle(graph3)
+    assert cycle is not None and cycle[0] == cycle[-1] and set(cycle) == {'a', 'b', 'c'}
+    assert all(b in graph3[a] for a, b in itertools.pairwise(cycle))  # a path along the import edges
     assert find_cycle({'a': {'b'}, 'b': set()}) is None
     assert family(f'{NAME}.grouping.names') == 'grouping/' and family(f'{NAME}.capability') == 'capability'
     assert is_module(f'{NAME}._core') and is_module(f'{NAME}.grouping') and not is_module(f'{NAME}.grouping.Nope')
